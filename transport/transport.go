@@ -1,0 +1,59 @@
+package transport
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An Opener makes one fresh connection per generation. The supervisor calls
+// Open once per attempt and never reuses what it returned: an exec.Cmd, an
+// mcp.Transport and an mcp.ClientSession are all single-use.
+type Opener interface {
+	// Open prepares generation gen (for stdio: spawns the process). It must
+	// not block beyond ctx. An error means nothing of the generation is left
+	// running; it should name the thing at fault (the command, the URL).
+	Open(ctx context.Context, gen uint64) (Generation, error)
+}
+
+// A Generation is one attempt's transport and everything behind it.
+//
+// The supervisor hands Transport to mcp.Client.Connect exactly once, watches
+// ClientSession.Wait for loss, and tears a generation down by cancelling its
+// context, calling ClientSession.Close and Terminate, and then waiting for
+// Gone (the close barrier, DESIGN §2).
+type Generation interface {
+	// Transport is the mcp.Transport for this generation; used once.
+	Transport() mcp.Transport
+
+	// Gone is closed when every resource of the generation is released:
+	// for stdio, the child was reaped and no process of its group is left;
+	// for in-memory and HTTP, the connection was closed. Gone never closes
+	// for a generation whose resources cannot be proven released; the
+	// supervisor then takes the stuck path.
+	Gone() <-chan struct{}
+
+	// Terminate starts an orderly teardown (for stdio: close stdin, grace,
+	// SIGTERM to the group, grace, SIGKILL to the group). It does not block,
+	// may be called many times and concurrently, and Gone reports the end.
+	Terminate()
+
+	// Exit describes how the generation ended. It is complete once Gone is
+	// closed; before that it holds what is known so far.
+	Exit() ExitInfo
+}
+
+// ExitInfo is what a generation leaves behind for logs and traces.
+type ExitInfo struct {
+	// Status is the exit status or signal ("exit status 3",
+	// "signal: killed"); empty when unknown or not a process.
+	Status string
+	// StderrTail holds the last lines the child wrote to stderr (bounded).
+	StderrTail string
+}
+
+// SessionOptioner is an optional interface of an Opener that needs a
+// particular protocol version pinned for its sessions.
+type SessionOptioner interface {
+	SessionOptions() *mcp.ClientSessionOptions
+}
