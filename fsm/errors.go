@@ -1,0 +1,31 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotDeclared: no row of the table has this (state, event).
+	ErrNotDeclared = errors.New("event not declared in this state")
+	// ErrGuardRejected: rows exist but none of their guards holds (for
+	// example the event's generation is stale). The driver drops and counts.
+	ErrGuardRejected = errors.New("no guard holds")
+	// ErrAmbiguous: more than one guard holds; the declaration is broken.
+	ErrAmbiguous = errors.New("more than one guard holds")
+)
+
+// EventError reports an event that does not apply. errors.Is matches one of
+// the sentinel errors above.
+type EventError struct {
+	State State
+	Event Event
+	Facts Facts
+	Err   error
+}
+
+func (e *EventError) Error() string {
+	return fmt.Sprintf("fsm: event %s in state %s: %v", e.Event, e.State, e.Err)
+}
+
+func (e *EventError) Unwrap() error { return e.Err }

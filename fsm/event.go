@@ -1,0 +1,55 @@
+package fsm
+
+// Event is an input to the lifecycle (DESIGN §3).
+type Event uint8
+
+const (
+	Connected Event = iota
+	Failed
+	ToolsChanged
+	Dispose
+	Closed
+	Stable
+	Reconnect
+	Released
+	Stuck
+	RetryDue
+	Drained
+	DrainTimeout
+)
+
+// Events lists every event in declaration order.
+var Events = []Event{Connected, Failed, ToolsChanged, Dispose, Closed, Stable, Reconnect, Released, Stuck, RetryDue, Drained, DrainTimeout}
+
+var eventNames = [...]string{
+	Connected:    "connected",
+	Failed:       "failed",
+	ToolsChanged: "tools_changed",
+	Dispose:      "dispose",
+	Closed:       "closed",
+	Stable:       "stable",
+	Reconnect:    "reconnect",
+	Released:     "released",
+	Stuck:        "stuck",
+	RetryDue:     "retry_due",
+	Drained:      "drained",
+	DrainTimeout: "drain_timeout",
+}
+
+// String returns the event's name exactly as DESIGN §3 writes it.
+func (e Event) String() string {
+	if int(e) < len(eventNames) {
+		return eventNames[e]
+	}
+	return "event(" + itoa(int(e)) + ")"
+}
+
+// ParseEvent is the inverse of String.
+func ParseEvent(name string) (Event, bool) {
+	for i, n := range eventNames {
+		if n == name {
+			return Event(i), true
+		}
+	}
+	return 0, false
+}

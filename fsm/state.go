@@ -1,0 +1,70 @@
+package fsm
+
+// State is a lifecycle state of one supervised server (DESIGN §3).
+type State uint8
+
+const (
+	Connecting State = iota
+	Established
+	Lost
+	BackingOff
+	Exhausted
+	Draining
+	Disposed
+)
+
+// States lists every state in declaration order.
+var States = []State{Connecting, Established, Lost, BackingOff, Exhausted, Draining, Disposed}
+
+var stateNames = [...]string{
+	Connecting:  "connecting",
+	Established: "established",
+	Lost:        "lost",
+	BackingOff:  "backing-off",
+	Exhausted:   "exhausted",
+	Draining:    "draining",
+	Disposed:    "disposed",
+}
+
+// String returns the state's name exactly as DESIGN §3 writes it.
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "state(" + itoa(int(s)) + ")"
+}
+
+// ParseState is the inverse of String.
+func ParseState(name string) (State, bool) {
+	for i, n := range stateNames {
+		if n == name {
+			return State(i), true
+		}
+	}
+	return 0, false
+}
+
+// Terminal reports whether nothing leaves s.
+func (s State) Terminal() bool { return s == Disposed }
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	var b [20]byte
+	n := len(b)
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}
