@@ -113,5 +113,8 @@ func Resolve(from State, ev Event, facts Facts) (Transition, error) {
 
 // Can reports whether ev is declared in the current state (regardless of guards).
 func (m *Machine) Can(ev Event) bool {
+	if int(m.state) >= len(States) || int(ev) >= len(Events) {
+		return false
+	}
 	return len(compiled.rows[int(m.state)*len(Events)+int(ev)]) > 0
 }

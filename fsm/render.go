@@ -14,6 +14,7 @@ func DOT() string {
 	b.WriteString("// Code generated from fsm.Table by `mcpkeep diagram`; DO NOT EDIT.\n")
 	b.WriteString("digraph lifecycle {\n")
 	b.WriteString("\trankdir=LR;\n")
+	b.WriteString("\tpad=0.3;\n")
 	b.WriteString("\tnode [shape=box, style=rounded, fontname=\"Helvetica\"];\n")
 	b.WriteString("\tedge [fontname=\"Helvetica\", fontsize=10];\n")
 	b.WriteString("\t__start [shape=point, width=0.15, label=\"\"];\n")

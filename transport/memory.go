@@ -303,6 +303,12 @@ func (t memTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		g.markClosed()
 		return nil, fmt.Errorf("memory: connect gen %d: %w", g.gen, g.fault.ConnectErr)
 	}
+	g.mu.Lock()
+	terminated := g.closed
+	g.mu.Unlock()
+	if terminated {
+		return nil, fmt.Errorf("memory: connect gen %d: terminated", g.gen)
+	}
 	inner, err := g.client.Connect(ctx)
 	if err != nil {
 		g.markClosed()
