@@ -1,0 +1,41 @@
+package mcpkeep
+
+import (
+	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type msgKind uint8
+
+const (
+	mOpened         msgKind = iota // attempt: the transport is open
+	mAttempt                       // attempt: finished (cs+defs, or err)
+	mConnectTimeout                // timer: connect timeout of gen
+	mSessionEnded                  // watcher: ClientSession.Wait returned
+	mCloseReturned                 // closer: ClientSession.Close returned
+	mGone                          // watcher: the transport's close signal
+	mTermWindow                    // timer: gen's barrier deadline
+	mRetryDue                      // timer: backoff elapsed (seq)
+	mStable                        // timer: gen stayed up for the stability window
+	mToolsChanged                  // SDK: tools/list_changed from gen
+	mSyncDone                      // sync: tools/list finished
+	mReconnect                     // host: manual restart
+	mDispose                       // host: shut down
+	mDrainTimeout                  // timer: drain exceeded the termination window
+	mInspect                       // tests: read loop-owned state
+)
+
+// message is the only way into the loop. gen names the generation the
+// signal belongs to; the loop drops it when that generation is stale.
+type message struct {
+	kind  msgKind
+	gen   uint64
+	seq   uint64 // timer identity for retry timers
+	err   error
+	tg    transport.Generation
+	cs    *mcp.ClientSession
+	defs  []tools.Tool
+	reply chan error
+	probe func() // mInspect: runs on the loop goroutine
+}

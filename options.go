@@ -1,0 +1,125 @@
+package mcpkeep
+
+import (
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults (DESIGN §5, §6).
+const (
+	DefaultConnectTimeout    = 30 * time.Second
+	DefaultTerminationWindow = 10 * time.Second
+)
+
+// Options configure one Supervisor. Only Name and Opener are required.
+type Options struct {
+	// Name is the server's name: the prefix of its public tool names and
+	// the "server" attribute of its logs. It must satisfy tools.ValidName.
+	Name string
+	// Opener yields one fresh transport per generation.
+	Opener transport.Opener
+	// Policy is the reconnect policy; the zero value means backoff.Default().
+	// It is resolved at New: a bad policy is an error naming the field.
+	Policy backoff.Policy
+	// ConnectTimeout bounds spawn + handshake + initial tools/list
+	// (default 30 s).
+	ConnectTimeout time.Duration
+	// TerminationWindow bounds a generation's close barrier; past it the
+	// supervisor fails closed (stuck). Zero takes the Opener's own window
+	// when it has one (TerminationWindow() time.Duration), else 10 s.
+	TerminationWindow time.Duration
+	// FailOnStartupError makes Start return the activation attempt's error
+	// (and dispose the supervisor) instead of retrying in the background.
+	FailOnStartupError bool
+	// Logger receives the lifecycle logs (DESIGN §10); nil discards.
+	Logger *slog.Logger
+	// Clock drives every timer of the supervisor; nil is the real clock.
+	Clock clock.Clock
+	// Rand is the jitter source; nil is math/rand/v2's global source.
+	Rand backoff.Rand
+	// Sink receives the server's tools; nil is a private tools.Set.
+	Sink tools.Sink
+	// Namer maps original tool names to public ones; nil is tools.PublicNames.
+	Namer tools.Namer
+	// Limits bound the tool list; zero fields take tools' defaults.
+	Limits tools.Limits
+	// Client identifies mcpkeep to the server; nil is {"mcpkeep", Version}.
+	Client *mcp.Implementation
+}
+
+// Version is mcpkeep's version as reported to servers.
+var Version = "dev"
+
+// resolved is Options after defaults and validation; the loop reads it
+// without locks because it never changes after New.
+type resolved struct {
+	Options
+	policy backoff.Policy
+}
+
+func (o Options) resolve() (resolved, error) {
+	r := resolved{Options: o}
+	if !tools.ValidName(o.Name) || len(o.Name) > 32 {
+		return r, &OptionError{Field: "name", Rule: "must be 1-32 characters of [A-Za-z0-9_-], got " + quote(o.Name)}
+	}
+	if o.Opener == nil {
+		return r, &OptionError{Field: "opener", Rule: "is required"}
+	}
+	p := o.Policy
+	if p == (backoff.Policy{}) {
+		p = backoff.Default()
+	}
+	p, err := p.Resolve()
+	if err != nil {
+		return r, &OptionError{Field: "policy", Err: err}
+	}
+	r.policy = p
+	switch {
+	case o.ConnectTimeout < 0:
+		return r, &OptionError{Field: "connectTimeout", Rule: "must be > 0, got " + o.ConnectTimeout.String()}
+	case o.ConnectTimeout == 0:
+		r.ConnectTimeout = DefaultConnectTimeout
+	}
+	switch {
+	case o.TerminationWindow < 0:
+		return r, &OptionError{Field: "terminationWindow", Rule: "must be > 0, got " + o.TerminationWindow.String()}
+	case o.TerminationWindow == 0:
+		r.TerminationWindow = DefaultTerminationWindow
+		if w, ok := o.Opener.(interface{ TerminationWindow() time.Duration }); ok && w.TerminationWindow() > 0 {
+			r.TerminationWindow = w.TerminationWindow()
+		}
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if r.Clock == nil {
+		r.Clock = clock.New()
+	}
+	if r.Rand == nil {
+		r.Rand = globalRand{}
+	}
+	if r.Sink == nil {
+		r.Sink = tools.NewSet(o.Limits)
+	}
+	if r.Namer == nil {
+		r.Namer = tools.PublicNames
+	}
+	if r.Client == nil {
+		r.Client = &mcp.Implementation{Name: "mcpkeep", Version: Version}
+	}
+	return r, nil
+}
+
+type globalRand struct{}
+
+func (globalRand) Float64() float64 { return rand.Float64() }
+
+func quote(s string) string { return "\"" + s + "\"" }

@@ -1,0 +1,27 @@
+package mcpkeep
+
+import (
+	"time"
+
+	"github.com/mcpkeep/mcpkeep/fsm"
+)
+
+// Snapshot is a consistent view of a supervisor at one moment.
+type Snapshot struct {
+	Server      string
+	State       fsm.State
+	Gen         uint64
+	Attempt     int // retries spent in the current outage
+	MaxAttempts int
+	NextRetry   time.Time // zero unless backing-off
+	LastErr     error     // why the last generation failed or ended
+	Tools       int       // tools registered by the last good generation
+	Started     bool
+}
+
+// Stats counts what the loop dropped: events of stale generations, second
+// failure signals of one generation, and timers that fired after they
+// stopped mattering. Tests read it to prove staleness is inert (I7).
+type Stats struct {
+	Dropped uint64
+}
