@@ -1,0 +1,109 @@
+//go:build unix
+
+package transport
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stdoutReader is the child's stdout as the SDK reads it. While the child
+// runs it reads the pipe. Once the child has exited, a grandchild may still
+// hold the write end, so no EOF would come: childExited interrupts a
+// blocked read, and from then on reads take only what the pipe already
+// holds and then report io.EOF. Loss is seen at once, and a reply the child
+// wrote just before exiting is still delivered.
+type stdoutReader struct {
+	f *os.File
+	// exited is closed by childExited, after the read deadline is set.
+	exited chan struct{}
+	// undeadline clears the deadline once, for draining (reader goroutine).
+	undeadline sync.Once
+	closeOnce  sync.Once
+}
+
+func newStdoutReader(f *os.File) *stdoutReader {
+	return &stdoutReader{f: f, exited: make(chan struct{})}
+}
+
+// childExited is called once, by the waiter, when the child was reaped.
+func (r *stdoutReader) childExited() {
+	r.f.SetReadDeadline(time.Unix(1, 0)) // in the past: wakes a blocked Read
+	close(r.exited)
+}
+
+func (r *stdoutReader) Read(p []byte) (int, error) {
+	select {
+	case <-r.exited:
+		return r.drain(p)
+	default:
+	}
+	n, err := r.f.Read(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Only childExited sets a deadline, and it closes exited next.
+		<-r.exited
+		if n > 0 {
+			return n, nil
+		}
+		return r.drain(p)
+	}
+	return n, err
+}
+
+// drain reads what the pipe holds without waiting for writers.
+func (r *stdoutReader) drain(p []byte) (int, error) {
+	r.undeadline.Do(func() { r.f.SetReadDeadline(time.Time{}) })
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var (
+		n    int
+		rerr error
+	)
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = syscall.Read(int(fd), p)
+			if rerr != syscall.EINTR {
+				return true // one attempt: never wait for readiness
+			}
+		}
+	})
+	switch {
+	case err != nil: // closed
+		return 0, err
+	case n > 0:
+		return n, nil
+	case rerr == nil || rerr == syscall.EAGAIN:
+		return 0, io.EOF // end of data, or nothing left from the dead child
+	default:
+		return 0, rerr
+	}
+}
+
+// Close closes the pipe once; later calls return nil, so the SDK and the
+// teardown may both close it.
+func (r *stdoutReader) Close() error {
+	var err error
+	r.closeOnce.Do(func() { err = r.f.Close() })
+	return err
+}
+
+// stdinWriter is the child's stdin; Close is idempotent, for the same
+// reason.
+type stdinWriter struct {
+	f         *os.File
+	closeOnce sync.Once
+}
+
+func (w *stdinWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
+
+func (w *stdinWriter) Close() error {
+	var err error
+	w.closeOnce.Do(func() { err = w.f.Close() })
+	return err
+}

@@ -1,0 +1,276 @@
+//go:build unix
+
+package transport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bounds of the polling for an empty process group (the OS gives no event
+// for it), in real time.
+const (
+	groupPollMin = time.Millisecond
+	groupPollMax = 20 * time.Millisecond
+)
+
+// stderrDrain bounds how long the barrier waits, once the group is gone,
+// for the stderr reader to reach EOF; only a process that escaped the group
+// (setsid) and holds stderr can make it wait that long.
+const stderrDrain = 100 * time.Millisecond
+
+// Open spawns generation gen: a fresh process in its own process group,
+// with its stdin, stdout and stderr on pipes owned by mcpkeep. ctx only
+// bounds the start; the process lives until it exits or Terminate ends it.
+// On error nothing is left running, and the error is a *StartError naming
+// the command.
+func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &StartError{Command: s.Command, Err: err}
+	}
+	if s.Command == "" {
+		return nil, &StartError{Command: s.Command, Err: errors.New("no command")}
+	}
+	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Dir = s.Dir
+	cmd.Env = s.environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	var pipes [3][2]*os.File // stdin, stdout, stderr: {read end, write end}
+	closeAll := func() {
+		for _, p := range pipes {
+			for _, f := range p {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, &StartError{Command: s.Command, Err: err}
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	// *os.File stdio makes exec hand the descriptors over as they are: no
+	// copying goroutines, so cmd.Wait returns when the child exits even if
+	// a grandchild holds the pipes.
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, &StartError{Command: s.Command, Err: err}
+	}
+	// The child has its copies; the parent's copies of the child's ends
+	// would keep EOF from ever coming.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+
+	stdin, term, kill := s.graces()
+	g := &stdioGen{
+		log:        s.logger().With("server", s.Server, "gen", gen),
+		clock:      s.clock(),
+		graces:     [3]time.Duration{stdin, term, kill},
+		cmd:        cmd,
+		pgid:       cmd.Process.Pid,
+		stdin:      &stdinWriter{f: pipes[0][1]},
+		stdout:     newStdoutReader(pipes[1][0]),
+		stderr:     pipes[2][0],
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		terminate:  make(chan struct{}),
+		gone:       make(chan struct{}),
+		groupAlive: groupAlive,
+	}
+	if s.groupAlive != nil {
+		g.groupAlive = s.groupAlive
+	}
+	g.transport = &mcp.IOTransport{Reader: g.stdout, Writer: g.stdin}
+	go g.wait()
+	go g.forwardStderr()
+	go g.reap()
+	return g, nil
+}
+
+// stdioGen is one spawned process and its pipes. Three goroutines serve it:
+// wait (reaps the child: bounded by the child's life), forwardStderr
+// (bounded by reap, which closes the pipe) and reap (the teardown, bounded
+// by the termination window).
+type stdioGen struct {
+	log    *slog.Logger
+	clock  clock.Clock
+	graces [3]time.Duration // after closing stdin, after SIGTERM, after SIGKILL
+
+	cmd       *exec.Cmd // Wait is called by wait only
+	pgid      int       // = the child's pid
+	stdin     *stdinWriter
+	stdout    *stdoutReader
+	stderr    *os.File // read end; closed by reap
+	transport *mcp.IOTransport
+
+	exited     chan struct{} // closed by wait once the child is reaped
+	stderrDone chan struct{} // closed by forwardStderr on return
+	terminate  chan struct{} // closed by the first Terminate
+	termOnce   sync.Once
+	gone       chan struct{} // closed by reap: the close barrier
+	groupAlive func(pgid int) bool
+
+	mu sync.Mutex // guards the fields below
+	// status is the child's exit status, set by wait.
+	status string
+	// tail is the end of the child's stderr, fed by forwardStderr.
+	tail stderrTail
+}
+
+func (g *stdioGen) Transport() mcp.Transport { return g.transport }
+
+func (g *stdioGen) Gone() <-chan struct{} { return g.gone }
+
+func (g *stdioGen) Terminate() { g.termOnce.Do(func() { close(g.terminate) }) }
+
+func (g *stdioGen) Exit() ExitInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return ExitInfo{Status: g.status, StderrTail: g.tail.String()}
+}
+
+// Pid is the child's process id, which is also its process group id.
+func (g *stdioGen) Pid() int { return g.pgid }
+
+// wait reaps the child, records its status and makes its loss visible to
+// the SDK at once (see stdoutReader).
+func (g *stdioGen) wait() {
+	err := g.cmd.Wait()
+	status := ""
+	if ps := g.cmd.ProcessState; ps != nil {
+		status = ps.String()
+	} else if err != nil {
+		status = err.Error()
+	}
+	g.mu.Lock()
+	g.status = status
+	g.mu.Unlock()
+	g.stdout.childExited()
+	close(g.exited)
+	g.log.Debug("stdio: child exited", "pid", g.pgid, "status", status)
+}
+
+// forwardStderr logs the child's stderr line by line and keeps its tail.
+func (g *stdioGen) forwardStderr() {
+	defer close(g.stderrDone)
+	readLines(g.stderr, func(line string) {
+		g.mu.Lock()
+		g.tail.add(line)
+		g.mu.Unlock()
+		g.log.Debug("stderr", "line", line)
+	})
+}
+
+// reap is the teardown. It starts when Terminate is called or the child
+// exits on its own (then whatever is left of its group is torn down the
+// same way: an orphaned group has no server to serve). Steps: close stdin
+// and wait StdinGrace; SIGTERM the group and wait TermGrace; SIGKILL the
+// group and wait KillGrace. Each wait ends early once the child is reaped
+// and its group is empty, and then Gone closes. If that never happens, Gone
+// stays open (the supervisor goes stuck) and reap returns anyway.
+func (g *stdioGen) reap() {
+	select {
+	case <-g.exited:
+	case <-g.terminate:
+	}
+	g.stdin.Close()
+	quiet := g.waitQuiet(g.graces[0])
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		if quiet {
+			break
+		}
+		g.log.Debug("stdio: signalling process group", "pgid", g.pgid, "signal", sig.String())
+		if err := signalGroup(g.pgid, sig); err != nil {
+			g.log.Debug("stdio: signal failed", "pgid", g.pgid, "err", err)
+		}
+		select {
+		case <-g.exited:
+		default:
+			// The child may have left its group (setpgid, setsid).
+			g.cmd.Process.Signal(sig)
+		}
+		quiet = g.waitQuiet(g.graces[i+1])
+	}
+
+	// Once the group is gone nobody writes stderr: let the reader take
+	// what is buffered, boundedly, then release every descriptor.
+	if quiet {
+		t := time.NewTimer(stderrDrain)
+		select {
+		case <-g.stderrDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	g.stderr.Close()
+	<-g.stderrDone // prompt: closing the pipe ends its read
+	g.stdout.Close()
+	if !quiet {
+		g.log.Debug("stdio: process group did not end", "pgid", g.pgid)
+		return
+	}
+	close(g.gone)
+}
+
+// waitQuiet waits up to grace (on the clock) for the child to be reaped
+// and its group to be empty, and reports whether it is.
+func (g *stdioGen) waitQuiet(grace time.Duration) bool {
+	deadline := g.clock.Timer(grace)
+	defer deadline.Stop()
+	poll := groupPollMin
+	for {
+		var (
+			exited <-chan struct{}
+			tick   *time.Timer
+			tickC  <-chan time.Time
+		)
+		select {
+		case <-g.exited:
+			if !g.groupAlive(g.pgid) {
+				return true
+			}
+			tick = time.NewTimer(poll)
+			tickC = tick.C
+			poll = min(2*poll, groupPollMax)
+		default:
+			exited = g.exited
+		}
+		select {
+		case <-exited:
+		case <-tickC:
+		case <-deadline.C:
+			if tick != nil {
+				tick.Stop()
+			}
+			return isClosed(g.exited) && !g.groupAlive(g.pgid)
+		}
+		if tick != nil {
+			tick.Stop()
+		}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
