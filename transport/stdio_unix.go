@@ -91,6 +91,7 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 		stderrDone: make(chan struct{}),
 		terminate:  make(chan struct{}),
 		gone:       make(chan struct{}),
+		reaped:     make(chan struct{}),
 		groupAlive: groupAlive,
 	}
 	if s.groupAlive != nil {
@@ -124,6 +125,7 @@ type stdioGen struct {
 	terminate  chan struct{} // closed by the first Terminate
 	termOnce   sync.Once
 	gone       chan struct{} // closed by reap: the close barrier
+	reaped     chan struct{} // closed when reap returns, gone or not
 	groupAlive func(pgid int) bool
 
 	mu sync.Mutex // guards the fields below
@@ -185,6 +187,7 @@ func (g *stdioGen) forwardStderr() {
 // and its group is empty, and then Gone closes. If that never happens, Gone
 // stays open (the supervisor goes stuck) and reap returns anyway.
 func (g *stdioGen) reap() {
+	defer close(g.reaped)
 	select {
 	case <-g.exited:
 	case <-g.terminate:
