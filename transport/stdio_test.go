@@ -75,6 +75,7 @@ func TestStdioDieFailsPendingCallAndCompletesBarrier(t *testing.T) {
 	if failed > time.Second {
 		t.Errorf("pending call failed after %v; want < 1s", failed)
 	}
+	assertExitKnownAtLoss(t, g, "exit status 4", "exiting with status 4 (die tool)")
 	waitSession(t, cs)
 	// No Terminate: the child's own exit starts the teardown.
 	gone := waitGone(t, g, s.TerminationWindow())
@@ -154,6 +155,7 @@ func TestStdioExternalKillIsSeen(t *testing.T) {
 			t.Errorf("hang after SIGKILL: %v; want a connection error", err)
 		}
 		t.Logf("external SIGKILL: pending call failed after %v", time.Since(start))
+		assertExitKnownAtLoss(t, g, "signal: killed", "fixture: mode=normal")
 	case <-ctx.Done():
 		t.Fatal("pending call did not fail after SIGKILL")
 	}
@@ -183,6 +185,11 @@ func TestStdioGrandchildDoesNotDelayLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), stdioTimeout)
 	defer cancel()
 	start := time.Now()
+	if _, err := callText(ctx, cs, "echo", map[string]any{"text": "rtt"}); err != nil {
+		t.Fatal(err)
+	}
+	rtt := time.Since(start)
+	start = time.Now()
 	_, err := callText(ctx, cs, "die", nil)
 	failed := time.Since(start)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
@@ -194,9 +201,11 @@ func TestStdioGrandchildDoesNotDelayLoss(t *testing.T) {
 	if !fixture.Alive(gpid) {
 		t.Fatal("grandchild died with the child: the test proves nothing")
 	}
+	// The grandchild holds stderr too: the tail is still complete.
+	assertExitKnownAtLoss(t, g, "exit status 4", "exiting with status 4 (die tool)")
 	waitSession(t, cs)
 	gone := waitGone(t, g, s.TerminationWindow())
-	t.Logf("grandchild holding stdout: die failed after %v (%v); Gone %v later", failed, err, gone)
+	t.Logf("grandchild holding stdout: die failed after %v (echo round trip %v; %v); Gone %v later", failed, rtt, err, gone)
 	assertGroupGone(t, pgid)
 	if fixture.Alive(gpid) {
 		t.Errorf("grandchild %d alive after Gone", gpid)
@@ -280,6 +289,20 @@ func TestStdioGracesFollowTheClock(t *testing.T) {
 	waitGone(t, g, stdioTimeout)
 	if st := g.Exit().Status; st != "signal: killed" {
 		t.Errorf("Exit().Status = %q; want signal: killed", st)
+	}
+}
+
+// assertExitKnownAtLoss checks, as soon as the client has seen the loss,
+// that the status and the child's last stderr line are already known (the
+// supervisor logs them at that moment).
+func assertExitKnownAtLoss(t *testing.T, g transport.Generation, status, lastLine string) {
+	t.Helper()
+	ex := g.Exit()
+	if ex.Status != status {
+		t.Errorf("at loss: Exit().Status = %q; want %q", ex.Status, status)
+	}
+	if !strings.Contains(ex.StderrTail, lastLine) {
+		t.Errorf("at loss: StderrTail = %q; want it to contain %q", ex.StderrTail, lastLine)
 	}
 }
 

@@ -28,6 +28,11 @@ const (
 // (setsid) and holds stderr can make it wait that long.
 const stderrDrain = 100 * time.Millisecond
 
+// stderrCatchUp bounds how long the loss signal waits, after the child was
+// reaped, for its last stderr lines to reach the tail; it takes
+// microseconds unless the Logger's handler is slow.
+const stderrCatchUp = 50 * time.Millisecond
+
 // Open spawns generation gen: a fresh process in its own process group,
 // with its stdin, stdout and stderr on pipes owned by mcpkeep. ctx only
 // bounds the start; the process lives until it exits or Terminate ends it.
@@ -86,7 +91,7 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 		pgid:       cmd.Process.Pid,
 		stdin:      &stdinWriter{f: pipes[0][1]},
 		stdout:     newStdoutReader(pipes[1][0]),
-		stderr:     pipes[2][0],
+		stderr:     newStderrReader(pipes[2][0]),
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		terminate:  make(chan struct{}),
@@ -117,7 +122,7 @@ type stdioGen struct {
 	pgid      int       // = the child's pid
 	stdin     *stdinWriter
 	stdout    *stdoutReader
-	stderr    *os.File // read end; closed by reap
+	stderr    *stderrReader // its file is closed by reap
 	transport *mcp.IOTransport
 
 	exited     chan struct{} // closed by wait once the child is reaped
@@ -151,7 +156,8 @@ func (g *stdioGen) Exit() ExitInfo {
 func (g *stdioGen) Pid() int { return g.pgid }
 
 // wait reaps the child, records its status and makes its loss visible to
-// the SDK at once (see stdoutReader).
+// the SDK at once (see stdoutReader). By then Exit().Status is set and the
+// tail holds all the child wrote to stderr.
 func (g *stdioGen) wait() {
 	err := g.cmd.Wait()
 	status := ""
@@ -163,6 +169,16 @@ func (g *stdioGen) wait() {
 	g.mu.Lock()
 	g.status = status
 	g.mu.Unlock()
+	// Let the tail catch up with the child's last words first: the
+	// supervisor logs it when it sees the loss.
+	g.stderr.childExited()
+	t := time.NewTimer(stderrCatchUp)
+	select {
+	case <-g.stderr.caughtUp:
+	case <-g.stderrDone:
+	case <-t.C:
+	}
+	t.Stop()
 	g.stdout.childExited()
 	close(g.exited)
 	g.log.Debug("stdio: child exited", "pid", g.pgid, "status", status)
@@ -221,7 +237,7 @@ func (g *stdioGen) reap() {
 		}
 		t.Stop()
 	}
-	g.stderr.Close()
+	g.stderr.f.Close()
 	<-g.stderrDone // prompt: closing the pipe ends its read
 	g.stdout.Close()
 	if !quiet {
