@@ -8,6 +8,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 // loop is the single owner of the FSM. It starts the activation attempt
@@ -205,6 +206,9 @@ func (s *Supervisor) onConnected(g *generation, m message) {
 	s.live.Store(g)
 	s.wg.Add(1)
 	go s.watchSession(g)
+	if sa, ok := g.tg.(transport.SessionAware); ok {
+		sa.Established(g.cs)
+	}
 	n := g.n
 	g.stableTimer = s.opts.Clock.AfterFunc(s.opts.policy.StabilityWindow(), func() {
 		s.send(message{kind: mStable, gen: n})

@@ -28,6 +28,9 @@ type Fault struct {
 	// HoldGone withholds the close signal: Gone stays open until the test
 	// calls MemGen.ReleaseGone (delayed) or forever (never delivered).
 	HoldGone bool
+	// Gate, when non-nil, holds the transport's Connect until it is closed
+	// (or the attempt's context ends): a test acts while "connecting".
+	Gate <-chan struct{}
 }
 
 // Memory is a scripted in-memory Opener for tests: each generation is a
@@ -118,6 +121,9 @@ func (m *Memory) Open(ctx context.Context, gen uint64) (Generation, error) {
 	g := &MemGen{gen: gen, fault: f, gone: make(chan struct{}), inject: make(chan jsonrpc.Message, 16)}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "memory", Version: fmt.Sprint(gen)},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
+	g.listGate = make(chan struct{})
+	close(g.listGate)
+	g.server.AddReceivingMiddleware(g.countLists)
 	for _, n := range names {
 		g.AddTool(n)
 	}
@@ -187,6 +193,63 @@ type MemGen struct {
 	goneClosed bool
 	gone       chan struct{}
 	closeTimer *clock.Timer
+	listGate   chan struct{} // tools/list waits for it; closed = open
+	lists      int           // tools/list requests served or in progress
+	listing    int           // in progress now
+	maxListing int           // most in progress at once
+}
+
+// countLists is server middleware: it counts tools/list requests, tracks
+// their concurrency and lets a test hold them (HoldLists).
+func (g *MemGen) countLists(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/list" {
+			return next(ctx, method, req)
+		}
+		g.mu.Lock()
+		g.lists++
+		g.listing++
+		g.maxListing = max(g.maxListing, g.listing)
+		gate := g.listGate
+		g.mu.Unlock()
+		defer func() {
+			g.mu.Lock()
+			g.listing--
+			g.mu.Unlock()
+		}()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// HoldLists makes tools/list requests wait until ReleaseLists.
+func (g *MemGen) HoldLists() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listGate = make(chan struct{})
+}
+
+// ReleaseLists lets held tools/list requests proceed.
+func (g *MemGen) ReleaseLists() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.listGate:
+	default:
+		close(g.listGate)
+	}
+}
+
+// Lists reports how many tools/list requests the server received, and the
+// most that were in progress at once.
+func (g *MemGen) Lists() (total, maxConcurrent int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lists, g.maxListing
 }
 
 // Number returns the generation number.
@@ -302,6 +365,15 @@ func (t memTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		g.Kill()
 		g.markClosed()
 		return nil, fmt.Errorf("memory: connect gen %d: %w", g.gen, g.fault.ConnectErr)
+	}
+	if g.fault.Gate != nil {
+		select {
+		case <-g.fault.Gate:
+		case <-ctx.Done():
+			g.Kill()
+			g.markClosed()
+			return nil, ctx.Err()
+		}
 	}
 	g.mu.Lock()
 	terminated := g.closed

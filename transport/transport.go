@@ -57,3 +57,12 @@ type ExitInfo struct {
 type SessionOptioner interface {
 	SessionOptions() *mcp.ClientSessionOptions
 }
+
+// SessionAware is an optional interface of a Generation that wants the
+// session once it is established, for example to probe the health of a
+// server whose protocol era reports no loss by itself (stateless HTTP).
+// Such a generation ends itself by closing its connection when the server
+// stops answering; the supervisor then sees ClientSession.Wait return.
+type SessionAware interface {
+	Established(cs *mcp.ClientSession)
+}
