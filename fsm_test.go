@@ -3,14 +3,19 @@ package mcpkeep
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // raceRow is one row of the race table (DESIGN §7). Each row runs inside
@@ -33,6 +38,9 @@ type raceRow struct {
 	noStart bool
 	// disposeErr is what the final Dispose must return.
 	disposeErr error
+	// collapse compares transitions with runs of one step folded into one
+	// (a storm's length is the SDK's business, its shape is ours).
+	collapse bool
 }
 
 const (
@@ -161,6 +169,579 @@ var raceTable = []raceRow{
 		wantSteps: []string{cTC, cEst, eDisp, dDone},
 		wantTools: []string{"srv__echo", "srv__hang"},
 	},
+	{
+		race: "R4", name: "a failed attempt waits for its close barrier before backing off",
+		fault: onlyGen(1, transport.Fault{ConnectErr: errBoom, HoldGone: true}),
+		run: func(t *testing.T, h *harness, _ error) {
+			h.wantState(fsm.Lost) // no barrier yet: no retry timer (I5 checked by settle)
+			h.advance(2 * time.Second)
+			h.wantState(fsm.Lost)
+			h.mem.Gen(1).ReleaseGone()
+			h.settle()
+			h.wantState(fsm.BackingOff)
+			h.advance(time.Second)
+			h.wantState(fsm.Established)
+		},
+		wantSteps: []string{cFail, lBack, bRetry, cEst, eDisp, dDone},
+		wantLogs:  []string{"connection failed", "reconnecting", "recovered"},
+	},
+	{
+		race: "R4", name: "a barrier that never completes fails closed",
+		fault: onlyGen(1, transport.Fault{HoldGone: true}),
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			h.wantState(fsm.Lost)
+			h.advance(3 * time.Second) // the termination window
+			h.wantState(fsm.Exhausted)
+			if !errors.Is(h.sup.State().LastErr, ErrStuck) {
+				t.Fatalf("LastErr = %v, want ErrStuck", h.sup.State().LastErr)
+			}
+			h.advance(time.Hour)
+			if h.mem.Gen(2) != nil {
+				t.Fatal("a second process was started while the first may live")
+			}
+		},
+		wantSteps: []string{cEst, eLost, lStuck, xDisp, dTime},
+		wantLogs:  []string{"connection lost", "gave up", "incomplete shutdown"},
+		wantTools: []string{},
+		// The stuck generation still holds its transport at dispose.
+		disposeErr: ErrIncompleteShutdown,
+	},
+	{
+		race: "R5", name: "dispose waits for the barrier",
+		fault: onlyGen(1, transport.Fault{HoldGone: true}),
+		run: func(t *testing.T, h *harness, _ error) {
+			errc := make(chan error, 1)
+			go func() { errc <- h.sup.Dispose(context.Background()) }()
+			h.settle()
+			h.wantState(fsm.Draining)
+			select {
+			case err := <-errc:
+				t.Fatalf("Dispose returned %v before the barrier", err)
+			default:
+			}
+			h.mem.Gen(1).ReleaseGone()
+			h.settle()
+			if err := <-errc; err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		},
+		wantSteps: []string{cEst, eDisp, dDone},
+		wantLogs:  []string{},
+	},
+	{
+		race: "R5", name: "dispose with a barrier that never completes is bounded",
+		fault: onlyGen(1, transport.Fault{HoldGone: true}),
+		run: func(t *testing.T, h *harness, _ error) {
+			errc := make(chan error, 1)
+			go func() { errc <- h.sup.Dispose(context.Background()) }()
+			h.settle()
+			h.advance(3 * time.Second)
+			if err := <-errc; !errors.Is(err, ErrIncompleteShutdown) {
+				t.Fatalf("Dispose = %v, want ErrIncompleteShutdown", err)
+			}
+			if l := h.logsNamed("incomplete shutdown"); len(l) != 1 || l[0].Level != slog.LevelError {
+				t.Fatalf("incomplete shutdown log: %+v", l)
+			}
+		},
+		wantSteps:  []string{cEst, eDisp, dTime},
+		wantLogs:   []string{"incomplete shutdown"},
+		disposeErr: ErrIncompleteShutdown,
+	},
+	{
+		race: "R6", name: "the budget cap unregisters tools and stops",
+		fault: failFrom(2, transport.Fault{OpenErr: errBoom}),
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			for _, d := range []time.Duration{1, 2, 4, 4} {
+				h.wantState(fsm.BackingOff)
+				h.advance(d * time.Second)
+			}
+			h.wantState(fsm.Exhausted)
+			if a := h.sup.State().Attempt; a != 4 {
+				t.Fatalf("attempt = %d, want 4", a)
+			}
+			g := h.logsNamed("gave up")
+			if len(g) != 1 || g[0].Attrs["attempt"] != "4" || g[0].Attrs["max_attempts"] != "4" {
+				t.Fatalf("gave up: %+v", g)
+			}
+			h.advance(time.Hour)
+			if h.mem.Gen(6) != nil {
+				t.Fatal("retried after exhaustion")
+			}
+			_, err := h.sup.Call(context.Background(), "echo", nil, nil)
+			if !errors.Is(err, ErrNotConnected) || !errors.Is(err, ErrExhausted) {
+				t.Fatalf("call after exhaustion: %v", err)
+			}
+		},
+		wantSteps: []string{cEst, eLost, lBack, bRetry, cFail, lBack, bRetry, cFail, lBack, bRetry, cFail, lBack, bRetry, cFail, lExh, xDisp, dDone},
+		wantLogs: []string{"connection lost", "reconnecting", "connection failed", "reconnecting", "connection failed",
+			"reconnecting", "connection failed", "reconnecting", "connection failed", "gave up"},
+		wantTools: []string{},
+	},
+	{
+		race: "R7", name: "dispose cancels a pending backoff",
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			h.wantState(fsm.BackingOff)
+			if err := h.dispose(); err != nil {
+				t.Fatal(err)
+			}
+			h.advance(time.Hour)
+			if h.mem.Gen(2) != nil {
+				t.Fatal("the cancelled retry still fired")
+			}
+		},
+		wantSteps: []string{cEst, eLost, lBack, bDisp, dDone},
+	},
+	{
+		race: "R7", name: "dispose quiesces an in-flight sync",
+		run: func(t *testing.T, h *harness, _ error) {
+			g := h.mem.Gen(1)
+			g.HoldLists()
+			g.NotifyToolsChanged()
+			h.settle()
+			if _, inflight := g.Lists(); inflight != 1 {
+				t.Fatalf("no sync in flight")
+			}
+			if err := h.dispose(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		wantSteps: []string{cEst, eTC, eDisp, dDone},
+	},
+	{
+		race: "R8", name: "a close signal after dispose schedules nothing",
+		fault: onlyGen(1, transport.Fault{HoldGone: true}),
+		run: func(t *testing.T, h *harness, _ error) {
+			errc := make(chan error, 1)
+			go func() { errc <- h.sup.Dispose(context.Background()) }()
+			h.settle()
+			h.wantState(fsm.Draining)
+			before := h.sup.Stats().Dropped
+			h.mem.Gen(1).Kill() // the session ends during the drain
+			h.sup.send(message{kind: mSessionEnded, gen: 1, err: errBoom})
+			h.settle()
+			h.wantState(fsm.Draining)
+			if h.sup.Stats().Dropped <= before {
+				t.Fatal("the close signal during the drain was not dropped")
+			}
+			h.mem.Gen(1).ReleaseGone()
+			h.settle()
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			h.advance(time.Hour)
+			if h.mem.Gen(2) != nil {
+				t.Fatal("a generation was started after dispose")
+			}
+		},
+		wantSteps: []string{cEst, eDisp, dDone},
+		wantLogs:  []string{},
+	},
+	{
+		race: "R9", name: "reconnect disabled keeps the tools and waits for a manual reconnect",
+		opts: func(o *Options) { o.Policy.Enabled = false },
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			h.wantState(fsm.Exhausted)
+			if got := h.registered(); len(got) != 2 {
+				t.Fatalf("tools must stay registered with reconnect disabled: %v", got)
+			}
+			_, err := h.sup.Call(context.Background(), "echo", nil, nil)
+			if !errors.Is(err, ErrExhausted) {
+				t.Fatalf("call: %v", err)
+			}
+			h.advance(time.Hour)
+			if h.mem.Gen(2) != nil {
+				t.Fatal("reconnected by itself")
+			}
+			if err := h.sup.Reconnect(); err != nil {
+				t.Fatal(err)
+			}
+			h.settle()
+			h.wantState(fsm.Established)
+			callEcho(t, h)
+		},
+		wantSteps: []string{cEst, eLost, lExh, xRec, cEst, eDisp, dDone},
+		wantLogs:  []string{"connection lost", "reconnect disabled", "recovered"},
+		wantTools: []string{"srv__echo", "srv__hang"},
+	},
+	{
+		race: "R10", name: "the stability window resets the budget: occasional crashes recover forever",
+		run: func(t *testing.T, h *harness, _ error) {
+			for i := uint64(1); i <= 10; i++ {
+				h.mem.Gen(i).Kill()
+				h.settle()
+				h.wantState(fsm.BackingOff)
+				if a := h.sup.State().Attempt; a != 1 {
+					t.Fatalf("crash %d: attempt %d, want 1 (the budget was reset)", i, a)
+				}
+				h.advance(time.Second)
+				h.wantState(fsm.Established)
+				h.advance(4 * time.Second) // the stability window (= maxDelay)
+				if a := h.sup.State().Attempt; a != 0 {
+					t.Fatalf("after stability: attempt %d", a)
+				}
+			}
+		},
+		wantSteps: func() []string {
+			out := []string{cEst}
+			for range 10 {
+				out = append(out, eLost, lBack, bRetry, cEst, eStab)
+			}
+			return append(out, eDisp, dDone)
+		}(),
+		wantTools: []string{"srv__echo", "srv__hang"},
+	},
+	{
+		race: "R10", name: "a crash loop whose connects briefly succeed exhausts the budget",
+		run: func(t *testing.T, h *harness, _ error) {
+			delays := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second}
+			for i, d := range delays {
+				h.mem.Gen(uint64(i + 1)).Kill()
+				h.settle()
+				h.wantState(fsm.BackingOff)
+				h.advance(d)
+				h.wantState(fsm.Established)
+				h.advance(3 * time.Second) // up, but shorter than the window
+			}
+			h.mem.Gen(5).Kill()
+			h.settle()
+			h.wantState(fsm.Exhausted)
+		},
+		wantSteps: []string{cEst, eLost, lBack, bRetry, cEst, eLost, lBack, bRetry, cEst, eLost, lBack, bRetry, cEst,
+			eLost, lBack, bRetry, cEst, eLost, lExh, xDisp, dDone},
+		wantTools: []string{},
+	},
+	{
+		race: "R11", name: "a connect timeout racing the attempt's own failure schedules exactly one retry",
+		fault:   onlyGen(1, transport.Fault{Hang: true}),
+		noStart: true,
+		run: func(t *testing.T, h *harness, _ error) {
+			started := h.startAsync()
+			h.advance(5 * time.Second) // connect timeout: first failure signal
+			if err := <-started; err != nil {
+				t.Fatalf("non-strict Start = %v", err)
+			}
+			h.wantState(fsm.BackingOff)
+			// The attempt's own error (ctx cancelled) arrived second and was dropped.
+			if h.sup.Stats().Dropped == 0 {
+				t.Fatal("the second failure signal was not counted")
+			}
+			if n := len(h.logsNamed("reconnecting")); n != 1 {
+				t.Fatalf("%d retries scheduled, want 1", n)
+			}
+			// And a duplicate timeout for gen 1 is inert too.
+			h.sup.send(message{kind: mConnectTimeout, gen: 1})
+			h.settle()
+			h.wantState(fsm.BackingOff)
+			h.advance(time.Second)
+			h.wantState(fsm.Established)
+		},
+		wantSteps: []string{cFail, lBack, bRetry, cEst, eDisp, dDone},
+		wantLogs:  []string{"connection failed", "reconnecting", "recovered"},
+	},
+	{
+		race: "R12", name: "stale generations and their notifications are inert",
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			h.advance(time.Second)
+			h.wantState(fsm.Established)
+			before, steps := h.sup.Stats().Dropped, len(h.steps())
+			for _, k := range []msgKind{mToolsChanged, mSessionEnded, mConnectTimeout, mStable, mTermWindow, mAttempt} {
+				h.sup.send(message{kind: k, gen: 1, err: errBoom})
+			}
+			h.sup.send(message{kind: mRetryDue, seq: 1})
+			h.settle()
+			h.wantState(fsm.Established)
+			if got := h.sup.Stats().Dropped - before; got < 6 {
+				t.Fatalf("dropped %d stale signals, want >= 6", got)
+			}
+			if len(h.steps()) != steps {
+				t.Fatalf("stale signals caused transitions: %v", h.steps()[steps:])
+			}
+			if gen, _, _ := h.set.Server("srv"); gen != 2 {
+				t.Fatalf("registration gen %d, want 2", gen)
+			}
+			callEcho(t, h)
+		},
+		wantSteps: []string{cEst, eLost, lBack, bRetry, cEst, eDisp, dDone},
+		wantTools: []string{"srv__echo", "srv__hang"},
+	},
+	{
+		race: "R14", name: "two rapid list_changed never sync concurrently; a storm coalesces",
+		run: func(t *testing.T, h *harness, _ error) {
+			g := h.mem.Gen(1)
+			g.HoldLists()
+			g.NotifyToolsChanged()
+			h.settle()
+			for range 50 {
+				h.sup.send(message{kind: mToolsChanged, gen: 1})
+			}
+			h.settle()
+			g.AddTool("added")
+			g.ReleaseLists()
+			h.settle()
+			total, most := g.Lists()
+			if most != 1 {
+				t.Fatalf("%d tools/list ran concurrently", most)
+			}
+			// activation + the running sync + exactly one coalesced follow-up
+			// (the SDK's own list_changed for "added" may add one more).
+			if total < 3 || total > 4 {
+				t.Fatalf("tools/list calls = %d, want 3 (or 4)", total)
+			}
+		},
+		wantSteps: []string{cEst, eTC, eDisp, dDone},
+		collapse:  true,
+		wantTools: []string{"srv__added", "srv__echo", "srv__hang"},
+	},
+	{
+		race: "R15", name: "a hung handshake hits the connect timeout and is killed",
+		fault:   onlyGen(1, transport.Fault{Hang: true}),
+		noStart: true,
+		run: func(t *testing.T, h *harness, _ error) {
+			started := h.startAsync()
+			h.wantState(fsm.Connecting)
+			if h.mem.Live() != 1 {
+				t.Fatal("the hung attempt is not live")
+			}
+			h.advance(5 * time.Second)
+			<-started
+			h.wantState(fsm.BackingOff)
+			if h.mem.Live() != 0 {
+				t.Fatal("the hung attempt was not terminated before backing off")
+			}
+			if !errors.Is(h.sup.State().LastErr, ErrConnectTimeout) {
+				t.Fatalf("LastErr = %v", h.sup.State().LastErr)
+			}
+		},
+		wantSteps: []string{cFail, lBack, bDisp, dDone},
+		wantLogs:  []string{"connection failed", "reconnecting"},
+	},
+	{
+		race: "R16", name: "dispose during connecting awaits the attempt and reaps it",
+		noStart: true,
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Fault = onlyGen(1, transport.Fault{Hang: true})
+			errc := make(chan error, 1)
+			go func() { errc <- h.sup.Start(context.Background()) }()
+			h.settle()
+			h.wantState(fsm.Connecting)
+			if err := h.dispose(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-errc; err != nil {
+				t.Fatalf("Start = %v", err)
+			}
+			if h.mem.Live() != 0 {
+				t.Fatal("the attempt's transport outlived dispose")
+			}
+		},
+		wantSteps: []string{cDisp, dDone},
+	},
+	{
+		race: "R17", name: "manual reconnect from exhausted resets the budget",
+		fault: failFrom(2, transport.Fault{OpenErr: errBoom}),
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			h.advance(time.Hour) // every retry fails: exhausted
+			h.wantState(fsm.Exhausted)
+			h.mem.Fault = nil
+			if err := h.sup.Reconnect(); err != nil {
+				t.Fatal(err)
+			}
+			h.settle()
+			h.wantState(fsm.Established)
+			if a := h.sup.State().Attempt; a != 0 {
+				t.Fatalf("attempt = %d after manual reconnect", a)
+			}
+			callEcho(t, h)
+		},
+		wantSteps: []string{cEst, eLost, lBack, bRetry, cFail, lBack, bRetry, cFail, lBack, bRetry, cFail, lBack, bRetry, cFail, lExh,
+			xRec, cEst, eDisp, dDone},
+		wantTools: []string{"srv__echo", "srv__hang"},
+	},
+	{
+		race: "R17", name: "manual reconnect from backing-off skips the wait; elsewhere it is refused",
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			h.wantState(fsm.BackingOff)
+			if err := h.sup.Reconnect(); err != nil {
+				t.Fatal(err)
+			}
+			h.settle()
+			h.wantState(fsm.Established) // no clock advance
+			if err := h.sup.Reconnect(); err != nil {
+				t.Fatal(err) // from established: restart
+			}
+			h.settle()
+			h.wantState(fsm.BackingOff)
+			h.advance(time.Second)
+			h.wantState(fsm.Established)
+			if h.sup.State().Gen != 3 {
+				t.Fatalf("gen = %d, want 3", h.sup.State().Gen)
+			}
+		},
+		wantSteps: []string{cEst, eLost, lBack, bRec, cEst, eRec, lBack, bRetry, cEst, eDisp, dDone},
+	},
+	{
+		race: "R18", name: "WaitForReady blocks through an outage and succeeds after recovery",
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			type result struct {
+				text string
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := h.sup.Call(context.Background(), "echo", map[string]any{"text": "waited"}, &CallOptions{WaitForReady: true})
+				if err != nil {
+					done <- result{err: err}
+					return
+				}
+				done <- result{text: res.Content[0].(*mcp.TextContent).Text}
+			}()
+			h.settle()
+			select {
+			case r := <-done:
+				t.Fatalf("returned during the outage: %+v", r)
+			default:
+			}
+			_, err := h.sup.Call(context.Background(), "echo", nil, nil)
+			var nc *NotConnectedError
+			if !errors.As(err, &nc) || nc.State != fsm.BackingOff || nc.NextRetry.IsZero() || nc.Server != "srv" {
+				t.Fatalf("fail-fast call: %v", err)
+			}
+			h.advance(time.Second)
+			if r := <-done; r.err != nil || r.text != "waited" {
+				t.Fatalf("after recovery: %+v", r)
+			}
+		},
+		wantSteps: []string{cEst, eLost, lBack, bRetry, cEst, eDisp, dDone},
+	},
+	{
+		race: "R18", name: "WaitForReady fails on exhausted, disposed and context end",
+		fault: failFrom(2, transport.Fault{OpenErr: errBoom}),
+		run: func(t *testing.T, h *harness, _ error) {
+			h.mem.Gen(1).Kill()
+			h.settle()
+			wait := &CallOptions{WaitForReady: true}
+			ctx, cancel := context.WithCancel(context.Background())
+			ctxErr := make(chan error, 1)
+			go func() { _, err := h.sup.Call(ctx, "echo", nil, wait); ctxErr <- err }()
+			exh := make(chan error, 1)
+			go func() { _, err := h.sup.Call(context.Background(), "echo", nil, wait); exh <- err }()
+			h.settle()
+			cancel()
+			if err := <-ctxErr; !errors.Is(err, context.Canceled) || !errors.Is(err, ErrNotConnected) {
+				t.Fatalf("context end: %v", err)
+			}
+			h.advance(time.Hour)
+			h.wantState(fsm.Exhausted)
+			if err := <-exh; !errors.Is(err, ErrExhausted) {
+				t.Fatalf("exhausted: %v", err)
+			}
+			if err := h.dispose(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.sup.Call(context.Background(), "echo", nil, wait); !errors.Is(err, ErrDisposed) {
+				t.Fatalf("disposed: %v", err)
+			}
+		},
+		wantSteps: []string{cEst, eLost, lBack, bRetry, cFail, lBack, bRetry, cFail, lBack, bRetry, cFail, lBack, bRetry, cFail, lExh, xDisp, dDone},
+	},
+	{
+		race: "R19", name: "an in-flight call fails promptly when its generation ends; Close stays bounded",
+		run: func(t *testing.T, h *harness, _ error) {
+			errc := make(chan error, 1)
+			go func() { _, err := h.sup.Call(context.Background(), "hang", nil, nil); errc <- err }()
+			h.settle()
+			if err := h.sup.Reconnect(); err != nil { // we close the generation ourselves
+				t.Fatal(err)
+			}
+			h.settle()
+			if err := <-errc; !errors.Is(err, ErrConnectionLost) {
+				t.Fatalf("in-flight call: %v", err)
+			}
+			h.wantState(fsm.BackingOff) // Close returned: the barrier completed
+			h.advance(time.Second)
+			go func() { _, err := h.sup.Call(context.Background(), "hang", nil, nil); errc <- err }()
+			h.settle()
+			h.mem.Gen(2).Kill() // the server ends it
+			h.settle()
+			if err := <-errc; err == nil {
+				t.Fatal("in-flight call survived the loss")
+			}
+			h.wantState(fsm.BackingOff)
+		},
+		wantSteps: []string{cEst, eRec, lBack, bRetry, cEst, eLost, lBack, bDisp, dDone},
+	},
+	{
+		race: "R20", name: "a registry conflict at sync leaves the previous registrations intact",
+		tools: []string{"echo"},
+		run: func(t *testing.T, h *harness, _ error) {
+			// Server "srv_" owns "srv___x"; our "_x" would map to the same name.
+			if err := h.set.Reserve("srv_"); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.set.Replace("srv_", 1, []tools.Tool{{PublicName: "srv___x", Name: "x", InputSchema: []byte(`{"type":"object"}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			g := h.mem.Gen(1)
+			g.AddTool("_x")
+			g.NotifyToolsChanged()
+			h.settle()
+			h.wantState(fsm.Established)
+			if diff := cmp.Diff([]string{"srv__echo"}, h.registered()); diff != "" {
+				t.Fatalf("previous registrations changed (-want +got):\n%s", diff)
+			}
+			if server, _, ok := h.set.Lookup("srv___x"); !ok || server != "srv_" {
+				t.Fatal("the other server lost its tool")
+			}
+			if l := h.logsNamed("tools sync failed"); len(l) == 0 || !strings.Contains(l[0].Attrs["err"], "srv___x") {
+				t.Fatalf("sync failure log: %+v", l)
+			}
+		},
+		wantSteps: []string{cEst, eTC, eDisp, dDone},
+		wantTools: []string{"srv__echo"},
+	},
+	{
+		race: "R20", name: "a registry conflict at startup fails a strict Start",
+		tools:   []string{"_x"},
+		opts:    func(o *Options) { o.FailOnStartupError = true },
+		noStart: true,
+		run: func(t *testing.T, h *harness, _ error) {
+			if err := h.set.Reserve("srv_"); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.set.Replace("srv_", 1, []tools.Tool{{PublicName: "srv___x", Name: "x", InputSchema: []byte(`{"type":"object"}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			err := h.sup.Start(context.Background())
+			h.settle()
+			if !errors.Is(err, tools.ErrConflict) {
+				t.Fatalf("strict Start = %v, want ErrConflict", err)
+			}
+			h.wantState(fsm.Disposed)
+			if server, _, ok := h.set.Lookup("srv___x"); !ok || server != "srv_" {
+				t.Fatal("the other server lost its tool")
+			}
+			if h.mem.Live() != 0 {
+				t.Fatal("the failed activation's transport is live")
+			}
+		},
+		wantSteps: []string{cFail, lDisp, dDone},
+	},
 }
 
 func TestRaceTable(t *testing.T) {
@@ -187,7 +768,7 @@ func runRow(t *testing.T, row raceRow) {
 	row.run(t, h, startErr)
 	h.settle()
 	if row.wantTools != nil {
-		if diff := cmp.Diff(row.wantTools, h.registered()); diff != "" {
+		if diff := cmp.Diff(row.wantTools, h.registered(), cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("registered tools (-want +got):\n%s", diff)
 		}
 	}
@@ -195,11 +776,15 @@ func runRow(t *testing.T, row raceRow) {
 		t.Fatalf("Dispose = %v, want %v", err, row.disposeErr)
 	}
 	h.wantState(fsm.Disposed)
-	if diff := cmp.Diff(row.wantSteps, h.steps()); diff != "" {
+	steps := h.steps()
+	if row.collapse {
+		steps = collapseRuns(steps)
+	}
+	if diff := cmp.Diff(row.wantSteps, steps); diff != "" {
 		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 	if row.wantLogs != nil {
-		if diff := cmp.Diff(row.wantLogs, h.messages()); diff != "" {
+		if diff := cmp.Diff(row.wantLogs, h.messages(), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("logs (-want +got):\n%s", diff)
 		}
 	}
@@ -207,4 +792,14 @@ func runRow(t *testing.T, row raceRow) {
 		t.Errorf("disposed with tools %v", got)
 	}
 	_ = backoff.Default
+}
+
+func collapseRuns(s []string) []string {
+	var out []string
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -87,6 +87,13 @@ func newHarness(t *testing.T, tweak func(*Options), tools_ ...string) *harness {
 		t.Fatalf("New: %v", err)
 	}
 	h.sup = sup
+	// A failed row must still quiesce, or synctest reports a deadlock
+	// instead of the failure.
+	t.Cleanup(func() {
+		if t.Failed() {
+			h.forceDispose()
+		}
+	})
 	sup.Subscribe(func(tr Transition) {
 		h.rec.mu.Lock()
 		h.rec.trans = append(h.rec.trans, tr)
@@ -101,6 +108,15 @@ func (h *harness) start() error {
 	err := h.sup.Start(context.Background())
 	h.settle()
 	return err
+}
+
+// startAsync runs Start on its own goroutine (for rows where the
+// activation cannot settle without the test's help) and settles.
+func (h *harness) startAsync() <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- h.sup.Start(context.Background()) }()
+	h.settle()
+	return errc
 }
 
 // settle waits until every goroutine of the bubble is blocked, then checks
@@ -269,6 +285,28 @@ func (h *harness) dispose() error {
 	}
 	h.t.Fatalf("Dispose did not return within 100 s of mock time")
 	return nil
+}
+
+// forceDispose ends a failed row: it releases every withheld close
+// signal and drains with a bounded amount of mock time.
+func (h *harness) forceDispose() {
+	errc := make(chan error, 1)
+	go func() { errc <- h.sup.Dispose(context.Background()) }()
+	for range 200 {
+		for n := uint64(1); n < 100; n++ {
+			if g := h.mem.Gen(n); g != nil {
+				g.ReleaseGone()
+				g.ReleaseLists()
+			}
+		}
+		synctest.Wait()
+		select {
+		case <-errc:
+			return
+		default:
+		}
+		h.clk.Add(time.Second)
+	}
 }
 
 func joinLines(s []string) string { return strings.Join(s, "\n") }
