@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"testing"
 	"testing/synctest"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 // test advances, SDK-internal timers on the bubble's fake time, and
 // synctest.Wait replaces every "eventually".
 type harness struct {
-	t   *testing.T
+	t   testingT
 	clk *clock.Mock
 	mem *transport.Memory
 	set *tools.Set
@@ -61,7 +60,16 @@ func (r *recorder) WithGroup(string) slog.Handler      { return r }
 // policy used by most rows: 1 s, 2 s, 4 s, 4 s … with 4 attempts.
 var testPolicy = backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 4}
 
-func newHarness(t *testing.T, tweak func(*Options), tools_ ...string) *harness {
+// testingT is what the harness needs of a test; the model test passes a
+// soft implementation that records the failure for rapid.
+type testingT interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Failed() bool
+	Cleanup(func())
+}
+
+func newHarness(t testingT, tweak func(*Options), tools_ ...string) *harness {
 	t.Helper()
 	if len(tools_) == 0 {
 		tools_ = []string{"echo", "hang"}
