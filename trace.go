@@ -1,0 +1,102 @@
+package mcpkeep
+
+import (
+	"time"
+
+	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/trace"
+)
+
+// TraceConfig is what a trace header records about s: its resolved policy,
+// connect timeout and termination window. It holds no secret.
+func (s *Supervisor) TraceConfig() trace.Config {
+	return trace.Config{
+		Policy:              trace.PolicyOf(s.opts.policy),
+		ConnectTimeoutMs:    trace.Ms(s.opts.ConnectTimeout),
+		TerminationWindowMs: trace.Ms(s.opts.TerminationWindow),
+	}
+}
+
+// TraceHeader returns the header of a trace of sups whose offsets count
+// from started (take it from the supervisors' clock before Start). One
+// supervisor gives a one-server header; several give a multi-server one.
+func TraceHeader(started time.Time, sups ...*Supervisor) trace.Header {
+	h := trace.Header{Version: trace.Version, Started: started}
+	if _, mock := firstClock(sups).(interface{ Add(time.Duration) }); mock {
+		h.Clock = trace.ClockMock
+	} else {
+		h.Clock = trace.ClockReal
+	}
+	switch len(sups) {
+	case 0:
+	case 1:
+		h.Server = sups[0].Name()
+		h.Config = sups[0].TraceConfig()
+	default:
+		h.Servers = make(map[string]trace.Config, len(sups))
+		for _, s := range sups {
+			h.Servers[s.Name()] = s.TraceConfig()
+		}
+	}
+	return h
+}
+
+func firstClock(sups []*Supervisor) any {
+	if len(sups) == 0 {
+		return nil
+	}
+	return sups[0].opts.Clock
+}
+
+// TraceObserver returns an observer that appends every transition to w,
+// with offsets from w's header's Started. Subscribe it to each supervisor
+// the header describes, before Start. It only encodes into w's buffer, so
+// it is fast enough for the supervisor's loop; Flush or Close w yourself.
+func TraceObserver(w *trace.Writer) Observer {
+	h := w.Header()
+	return func(t Transition) { w.Write(TraceEvent(h, t)) }
+}
+
+// TraceEvent converts one transition for a trace with header h. Errors
+// become their text (the supervisor's errors never include env values or
+// headers). The guard of a released row is named in the detail: the
+// outcome lost → exhausted alone cannot tell budget spent from reconnect
+// disabled, but the policy in h can.
+func TraceEvent(h trace.Header, t Transition) trace.Event {
+	e := trace.Event{
+		Offset: t.At.Sub(h.Started), Server: t.Server, Gen: t.Gen,
+		Event: t.Event, From: t.From, To: t.To, Attempt: t.Attempt,
+	}
+	if !t.NextRetry.IsZero() {
+		e.NextRetry = t.NextRetry.Sub(t.At)
+	}
+	if t.Err != nil {
+		e.Detail = map[string]string{trace.DetailErr: t.Err.Error()}
+	}
+	if rows := fsm.Rows(t.From, t.Event); len(rows) > 1 {
+		// The rows sharing an outcome differ only in reconnect enabled
+		// (budget spent) vs disabled; the policy says which held.
+		facts := fsm.Facts{ReconnectDisabled: !h.For(t.Server).Policy.Enabled, BudgetSpent: true}
+		for _, r := range rows {
+			if r.To == t.To && (r.Guard.Holds(facts) || !sharesOutcome(rows, r)) {
+				if e.Detail == nil {
+					e.Detail = map[string]string{}
+				}
+				e.Detail[trace.DetailGuard] = r.Guard.Name
+				break
+			}
+		}
+	}
+	return e
+}
+
+// sharesOutcome reports whether another row of rows leads where r does.
+func sharesOutcome(rows []fsm.Transition, r fsm.Transition) bool {
+	n := 0
+	for _, q := range rows {
+		if q.To == r.To {
+			n++
+		}
+	}
+	return n > 1
+}
