@@ -1,0 +1,348 @@
+package mcpkeep
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep/backoff"
+)
+
+// Config is a parsed and validated config file (DESIGN §11): the servers
+// to supervise, each with its effective settings.
+//
+// The file is the JSON that MCP hosts already use, in either shape:
+//
+//	{"mcpServers": {"files": {"command": "npx", "args": [...], "env": {...}}}}   Claude Desktop, Cursor
+//	{"servers": {"files": {"type": "stdio", "command": "npx", ...}}}             VS Code
+//
+// plus mcpkeep's own keys: a top-level "reconnect" block (enabled,
+// initialDelayMs, maxDelayMs, maxAttempts, jitter) that a server-level
+// "reconnect" overrides field by field, and "connectTimeoutMs",
+// "failOnStartupError" and "waitForReadyMs", per server or top-level as
+// defaults for every server. A server with "disabled": true is validated
+// but not run. Keys that hosts define and mcpkeep does not use
+// ("alwaysAllow", "envFile", "timeout", ...) are accepted with a Warning;
+// any other key is an error naming its JSON path.
+type Config struct {
+	// Servers are the enabled servers, in file order.
+	Servers []ServerConfig
+	// Disabled names the servers with "disabled": true.
+	Disabled []string
+}
+
+// Transports of a ServerConfig.
+const (
+	TransportStdio = "stdio" // "command": a child process speaking over stdin/stdout
+	TransportHTTP  = "http"  // "url": a Streamable HTTP endpoint
+)
+
+// ServerConfig is one server's effective configuration: every default
+// applied and every bound checked. Two ServerConfigs that are Equal run
+// the same way, which is what Pool.Apply compares on reload.
+type ServerConfig struct {
+	Name string
+	// Path is the JSON path of the server's block ("mcpServers.files"),
+	// for messages; it is not part of the effective configuration.
+	Path      string
+	Transport string // TransportStdio or TransportHTTP
+
+	// stdio
+	Command string
+	Args    []string
+	// Env is added to mcpkeep's environment for the child. Values keep
+	// their ${VAR} references: transport.Stdio expands them from mcpkeep's
+	// environment at each spawn (expanding here too would expand twice and
+	// mangle a secret that contains "$").
+	Env map[string]string
+	Dir string // "cwd"
+
+	// http
+	URL string
+	// Headers are sent with every request. Like Env, values keep their
+	// ${VAR} references, which the transport expands at each connect.
+	// Headers and env values are secrets: never logged or printed.
+	Headers map[string]string
+
+	// Reconnect is the resolved reconnect policy.
+	Reconnect          backoff.Policy
+	ConnectTimeout     time.Duration
+	FailOnStartupError bool
+	// WaitForReady is how long a call made during an outage waits for
+	// recovery (Pool.Call); 0 fails fast.
+	WaitForReady time.Duration
+}
+
+// Equal reports whether a and b configure the same server the same way
+// (Path aside).
+func (a ServerConfig) Equal(b ServerConfig) bool {
+	a.Path, b.Path = "", ""
+	return a.Name == b.Name && a.Transport == b.Transport && a.Command == b.Command &&
+		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.Dir == b.Dir &&
+		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.Reconnect == b.Reconnect &&
+		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
+		a.WaitForReady == b.WaitForReady
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Warning is something in a config file that mcpkeep accepts but ignores
+// or that will probably not do what was meant.
+type Warning struct {
+	Path    string // JSON path
+	Message string
+}
+
+func (w Warning) String() string { return w.Path + ": " + w.Message }
+
+// ErrInvalidConfig is wrapped by every *ConfigError.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// ConfigError is one problem in a config file: where (the JSON path, e.g.
+// "mcpServers.files.reconnect.maxDelayMs") and which rule it breaks.
+type ConfigError struct {
+	File string // set by LoadConfig
+	Path string // empty for the file as a whole (a syntax error)
+	Rule string
+	Err  error // the underlying cause, if any
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File + ": ")
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	b.WriteString(e.Rule)
+	if e.Err != nil && !strings.Contains(e.Rule, e.Err.Error()) {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *ConfigError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrInvalidConfig, e.Err}
+	}
+	return []error{ErrInvalidConfig}
+}
+
+func ruleError(p jsonPath, format string, args ...any) *ConfigError {
+	return &ConfigError{Path: string(p), Rule: fmt.Sprintf(format, args...)}
+}
+
+// LoadConfig reads and parses the config file at path, expanding ${VAR}
+// from the process environment. Every error names the file and the JSON
+// path.
+func LoadConfig(path string) (*Config, []Warning, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, warns, err := ParseConfig(data, os.LookupEnv)
+	if err != nil {
+		var errs []error
+		for _, e := range configErrors(err) {
+			e.File = path
+			errs = append(errs, e)
+		}
+		return nil, warns, errors.Join(errs...)
+	}
+	return cfg, warns, nil
+}
+
+// configErrors lists the *ConfigErrors that ParseConfig joined.
+func configErrors(err error) []*ConfigError {
+	var out []*ConfigError
+	if j, ok := err.(interface{ Unwrap() []error }); ok && !isConfigError(err) {
+		for _, e := range j.Unwrap() {
+			out = append(out, configErrors(e)...)
+		}
+		return out
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return []*ConfigError{ce}
+	}
+	return []*ConfigError{{Rule: err.Error()}}
+}
+
+func isConfigError(err error) bool { _, ok := err.(*ConfigError); return ok }
+
+// ParseConfig parses a config file's contents. lookup stands for the
+// environment the servers will see (nil means os.LookupEnv): ParseConfig
+// warns about ${VAR} references in env and header values that it cannot
+// resolve and checks expanded header values; the values themselves stay
+// unexpanded in the Config, because the transports expand them at each
+// spawn or connect. It returns every error found, joined, each a
+// *ConfigError naming its JSON path; warnings come back even on error.
+func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, []Warning, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	p := &parser{lookup: lookup}
+	cfg := p.file(data)
+	if len(p.errs) > 0 {
+		errs := make([]error, len(p.errs))
+		for i, e := range p.errs {
+			errs[i] = e
+		}
+		return nil, p.warns, errors.Join(errs...)
+	}
+	return cfg, p.warns, nil
+}
+
+// parser collects every error and warning of one file, so `mcpkeep check`
+// reports them all at once.
+type parser struct {
+	lookup func(string) (string, bool)
+	errs   []*ConfigError
+	warns  []Warning
+}
+
+func (p *parser) fail(err error) {
+	ce, ok := err.(*ConfigError)
+	if !ok {
+		ce = &ConfigError{Rule: err.Error()}
+	}
+	for _, e := range p.errs {
+		if e.Error() == ce.Error() {
+			return
+		}
+	}
+	p.errs = append(p.errs, ce)
+}
+
+func (p *parser) warn(path jsonPath, format string, args ...any) {
+	p.warns = append(p.warns, Warning{Path: string(path), Message: fmt.Sprintf(format, args...)})
+}
+
+// defaults are the top-level settings every server inherits.
+type defaults struct {
+	reconnect          reconnectFields
+	connectTimeout     setting[time.Duration]
+	failOnStartupError setting[bool]
+	waitForReady       setting[time.Duration]
+}
+
+// setting is a value and where it was set (empty path: not set).
+type setting[T any] struct {
+	v    T
+	path jsonPath
+}
+
+func (s setting[T]) set() bool { return s.path != "" }
+
+// or returns s if set, else d.
+func (s setting[T]) or(d setting[T]) setting[T] {
+	if s.set() {
+		return s
+	}
+	return d
+}
+
+func (p *parser) file(data []byte) *Config {
+	if !json.Valid(data) {
+		var v any
+		p.fail(syntaxError(data, json.Unmarshal(data, &v)))
+		return nil
+	}
+	members, err := objectMembers("", data)
+	if err != nil {
+		if ce, ok := err.(*ConfigError); ok && ce.Path == "" {
+			ce.Path = "(top level)"
+		}
+		p.fail(err)
+		return nil
+	}
+	var d defaults
+	var blocks []member
+	for _, m := range members {
+		if m.null() && m.key != "mcpServers" && m.key != "servers" {
+			continue
+		}
+		var err error
+		switch m.key {
+		case "mcpServers", "servers":
+			blocks = append(blocks, m)
+		case "reconnect":
+			d.reconnect, err = p.reconnect(m)
+		case "connectTimeoutMs":
+			d.connectTimeout.v, err = decodeMs(m, false)
+			d.connectTimeout.path = m.path
+		case "failOnStartupError":
+			d.failOnStartupError.v, err = decodeBool(m)
+			d.failOnStartupError.path = m.path
+		case "waitForReadyMs":
+			d.waitForReady.v, err = decodeMs(m, true)
+			d.waitForReady.path = m.path
+		case "inputs":
+			p.warn(m.path, "ignored: mcpkeep does not prompt for VS Code inputs, so ${input:...} stays unexpanded")
+		case "$schema":
+		default:
+			err = ruleError(m.path, "unknown key (top-level keys: mcpServers, servers, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs)")
+		}
+		if err != nil {
+			p.fail(err)
+		}
+	}
+	if len(blocks) == 0 {
+		p.fail(&ConfigError{Path: "(top level)", Rule: `has no "mcpServers" (or VS Code "servers") object`})
+		return nil
+	}
+	cfg := &Config{}
+	names := map[string]jsonPath{}
+	for _, b := range blocks {
+		if b.null() {
+			continue
+		}
+		servers, err := objectMembers(b.path, b.raw)
+		if err != nil {
+			p.fail(err)
+			continue
+		}
+		for _, m := range servers {
+			if prev, dup := names[m.key]; dup {
+				p.fail(ruleError(m.path, "server name already used at %s", prev))
+				continue
+			}
+			names[m.key] = m.path
+			sc, disabled, ok := p.server(m, d)
+			switch {
+			case !ok:
+			case disabled:
+				cfg.Disabled = append(cfg.Disabled, sc.Name)
+			default:
+				cfg.Servers = append(cfg.Servers, sc)
+			}
+		}
+	}
+	return cfg
+}

@@ -1,0 +1,58 @@
+package mcpkeep
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/mcpkeep/mcpkeep/transport"
+)
+
+// Opener returns the transport of s: a transport.Stdio that spawns the
+// command in its own process group, or a transport.HTTP for a url. logger
+// receives the transport's debug output (a child's stderr lines, the
+// teardown steps); nil discards.
+func (s ServerConfig) Opener(logger *slog.Logger) (transport.Opener, error) {
+	switch s.Transport {
+	case TransportStdio:
+		return &transport.Stdio{
+			Command: s.Command,
+			Args:    append([]string(nil), s.Args...),
+			Env:     cloneMap(s.Env),
+			Dir:     s.Dir,
+			Logger:  logger,
+			Server:  s.Name,
+		}, nil
+	case TransportHTTP:
+		return nil, fmt.Errorf("mcpkeep: server %q: url servers are not supported yet (the Streamable HTTP transport is pending)", s.Name)
+	}
+	return nil, fmt.Errorf("mcpkeep: server %q: unknown transport %q", s.Name, s.Transport)
+}
+
+// Options returns the supervisor options of s with the transport from
+// Opener. The caller adds what a config file does not say (Sink, Clock,
+// Rand, ...).
+func (s ServerConfig) Options(logger *slog.Logger) (Options, error) {
+	op, err := s.Opener(logger)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{
+		Name:               s.Name,
+		Opener:             op,
+		Policy:             s.Reconnect,
+		ConnectTimeout:     s.ConnectTimeout,
+		FailOnStartupError: s.FailOnStartupError,
+		Logger:             logger,
+	}, nil
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
