@@ -23,6 +23,7 @@ type command struct {
 // one, write NAME.go with its run function and add a line here.
 var commands = []command{
 	{"diagram", "render the connection lifecycle (DOT, Mermaid, SVG)", runDiagram},
+	{"replay", "check recorded event traces against the lifecycle", runReplay},
 	{"version", "print the version", runVersion},
 }
 
