@@ -106,7 +106,7 @@ func planReplay(h trace.Header, evs []trace.Event) (*replayPlan, error) {
 			p.faults[e.Gen] = f
 		case fsm.Failed:
 			f := p.faults[e.Gen]
-			if strings.Contains(e.Detail[trace.DetailErr], "connect timeout") {
+			if e.IsConnectTimeout() {
 				f.Hang = true
 				k = kindTimer
 			} else {
@@ -363,10 +363,16 @@ func replayComparable(evs []trace.Event) []trace.Event {
 	for i, e := range evs {
 		e.Offset, prev = e.Offset-prev, e.Offset
 		e.Server = ""
+		d := map[string]string{}
 		if g, ok := e.Detail[trace.DetailGuard]; ok {
-			e.Detail = map[string]string{trace.DetailGuard: g}
-		} else {
-			e.Detail = nil
+			d[trace.DetailGuard] = g
+		}
+		if e.IsConnectTimeout() {
+			d[trace.DetailCause] = trace.CauseConnectTimeout
+		}
+		e.Detail = nil
+		if len(d) > 0 {
+			e.Detail = d
 		}
 		out[i] = e
 	}

@@ -1,7 +1,10 @@
 package mcpkeep
 
 import (
+	"errors"
 	"time"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/trace"
@@ -22,7 +25,7 @@ func (s *Supervisor) TraceConfig() trace.Config {
 // supervisor gives a one-server header; several give a multi-server one.
 func TraceHeader(started time.Time, sups ...*Supervisor) trace.Header {
 	h := trace.Header{Version: trace.Version, Started: started}
-	if _, mock := firstClock(sups).(interface{ Add(time.Duration) }); mock {
+	if _, mock := firstClock(sups).(*clock.Mock); mock {
 		h.Clock = trace.ClockMock
 	} else {
 		h.Clock = trace.ClockReal
@@ -72,6 +75,9 @@ func TraceEvent(h trace.Header, t Transition) trace.Event {
 	}
 	if t.Err != nil {
 		e.Detail = map[string]string{trace.DetailErr: t.Err.Error()}
+		if errors.Is(t.Err, ErrConnectTimeout) {
+			e.Detail[trace.DetailCause] = trace.CauseConnectTimeout
+		}
 	}
 	if rows := fsm.Rows(t.From, t.Event); len(rows) > 1 {
 		// The rows sharing an outcome differ only in reconnect enabled

@@ -114,6 +114,11 @@ func (c *Checker) Add(e Event) error {
 	if s == nil {
 		s = &serverCheck{ServerSummary: ServerSummary{Name: e.Server}, cfg: c.h.For(e.Server), m: fsm.NewAt(e.From),
 			connectingAt: -1, establishedAt: -1, lostAt: -1, drainingAt: -1}
+		if e.Gen == 1 && e.From == fsm.Connecting {
+			// Gen 1 entered connecting at Start, which is not a transition;
+			// the trace's start (taken before Start) is a lower bound.
+			s.connectingAt = 0
+		}
 	}
 	if err := c.check(s, e); err != nil {
 		return err
@@ -306,7 +311,7 @@ func (c *Checker) checkTiming(s *serverCheck, e Event) error {
 	case fsm.DrainTimeout:
 		return early("drain_timeout", s.drainingAt, time.Duration(s.cfg.TerminationWindowMs))
 	case fsm.Failed:
-		if strings.Contains(e.Detail[DetailErr], "connect timeout") {
+		if e.IsConnectTimeout() {
 			return early("connect timeout", s.connectingAt, time.Duration(s.cfg.ConnectTimeoutMs))
 		}
 	}

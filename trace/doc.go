@@ -33,7 +33,8 @@
 // in the outage after the transition. "next_retry_ms", only on transitions
 // into backing-off, is the wait from "t" until the retry is due. "detail"
 // holds "err" (the supervisor's error text: failed, closed, released,
-// stuck, a manual reconnect, drain_timeout) and "guard" (the fsm guard name
+// stuck, a manual reconnect, drain_timeout), "cause" ("connect_timeout" on
+// a failed attempt that hit the connect timeout) and "guard" (the fsm guard name
 // of the row taken, for every (from, event) with several rows, so
 // "reconnect enabled ∧ budget spent" and "reconnect disabled" stay
 // distinct even though both go lost → exhausted).
@@ -66,13 +67,16 @@
 //     spent means attempt = maxAttempts; the released guard agrees with the
 //     policy's "enabled";
 //   - "next_retry_ms" appears exactly on entering backing-off and lies in
-//     the policy's delay for the attempt: (d(n)(1−jitter), d(n)];
+//     the policy's delay for the attempt: [d(n)(1−jitter), d(n)], the lower
+//     bound less Slack on a real clock (the wait is measured from the
+//     recorded instant, a moment after the timer was armed);
 //   - no timer fires early: retry_due not before the retry was due, stable
 //     not before the stability window (maxDelay), a connect timeout not
 //     before connectTimeout, stuck and drain_timeout not before the
 //     termination window, each measured from the recorded entry into the
 //     state (real-clock traces allow Slack where the timer is armed a moment
-//     before the entry is recorded).
+//     before the entry is recorded). Gen 1 enters connecting at Start,
+//     which is no transition: its connect timeout is measured from "started".
 //
 // Errors are *LineError values, "line N: reason", wrapping one of the Err*
 // sentinels.

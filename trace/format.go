@@ -93,7 +93,26 @@ const (
 	// (from, event) with more than one declared row (released), so a replay
 	// can tell "budget spent" from "reconnect disabled".
 	DetailGuard = "guard"
+	// DetailCause classifies an error where a check or a replay needs it:
+	// CauseConnectTimeout on a failed attempt that hit the connect timeout.
+	DetailCause = "cause"
 )
+
+// CauseConnectTimeout is DetailCause of a connect timeout.
+const CauseConnectTimeout = "connect_timeout"
+
+// IsConnectTimeout reports whether e is a failed attempt that hit the
+// connect timeout: by DetailCause, or for traces without it by the
+// supervisor's error text.
+func (e Event) IsConnectTimeout() bool {
+	if e.Event != fsm.Failed {
+		return false
+	}
+	if c, ok := e.Detail[DetailCause]; ok {
+		return c == CauseConnectTimeout
+	}
+	return strings.Contains(e.Detail[DetailErr], "connect timeout")
+}
 
 // Event is one transition. On the wire:
 //
