@@ -8,7 +8,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	runIfCLIChild() // the test binary doubles as mcpkeep (cli_child_test.go)
+	goleak.VerifyTestMain(m)
+}
 
 // runCLI runs mcpkeep in-process with args and returns code, stdout, stderr.
 func runCLI(args ...string) (int, string, string) {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/backoff"
+)
+
+// runCheck is `mcpkeep check`: validate a config file and show what each
+// server would do, above all when it gives up. Exit 1 on any error.
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("check", "check --config FILE")
+	path := fs.String("config", "", "the config file to check (required)")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "mcpkeep check: --config FILE is required")
+		fs.Usage()
+		return 2
+	}
+	cfg, warns, err := mcpkeep.LoadConfig(*path)
+	for _, w := range warns {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	failed := false
+	fmt.Fprintf(stdout, "%s: %d server(s)", *path, len(cfg.Servers))
+	if len(cfg.Disabled) > 0 {
+		fmt.Fprintf(stdout, ", disabled: %s", strings.Join(cfg.Disabled, ", "))
+	}
+	fmt.Fprintln(stdout)
+	for _, sc := range cfg.Servers {
+		fmt.Fprintln(stdout)
+		printServer(stdout, sc)
+		// Building the transport is the last check a config can fail
+		// before anything runs.
+		if _, err := sc.Opener(nil); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", sc.Path, err)
+			failed = true
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// printServer describes one server's effective configuration. Env and
+// header values are secrets: only their names are shown.
+func printServer(w io.Writer, sc mcpkeep.ServerConfig) {
+	row := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "  %-11s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	fmt.Fprintf(w, "%s (%s)\n", sc.Name, sc.Path)
+	switch sc.Transport {
+	case mcpkeep.TransportStdio:
+		row("transport", "stdio: %s", strings.Join(append([]string{sc.Command}, sc.Args...), " "))
+		if _, err := exec.LookPath(sc.Command); err != nil {
+			row("", "note: %v", err)
+		}
+		if len(sc.Env) > 0 {
+			row("env", "%s (values not shown)", strings.Join(sortedKeys(sc.Env), " "))
+		}
+		if sc.Dir != "" {
+			row("cwd", "%s", sc.Dir)
+		}
+	case mcpkeep.TransportHTTP:
+		row("transport", "http: %s", sc.URL)
+		if len(sc.Headers) > 0 {
+			row("headers", "%s (values not shown)", strings.Join(sortedKeys(sc.Headers), " "))
+		}
+	}
+	p := sc.Reconnect
+	if !p.Enabled {
+		row("reconnect", "disabled: a lost server keeps its tools and waits for a manual reconnect")
+	} else {
+		row("reconnect", "%d retries per outage, %v doubling to %v, jitter %v", p.MaxAttempts, p.InitialDelay, p.MaxDelay, p.Jitter)
+		row("schedule", "%s", schedule(p))
+		row("gives up", "%v after the first failure (waits only; connect attempts add up to %v each)", p.Total(), sc.ConnectTimeout)
+		row("stability", "%v established resets the retry budget", p.StabilityWindow())
+	}
+	row("connect", "timeout %v", sc.ConnectTimeout)
+	if sc.WaitForReady > 0 {
+		row("calls", "wait up to %v for a reconnect during an outage", sc.WaitForReady)
+	} else {
+		row("calls", "fail fast during an outage")
+	}
+	if sc.FailOnStartupError {
+		row("startup", "a failed first connect is fatal")
+	} else {
+		row("startup", "a failed first connect is retried in the background")
+	}
+}
+
+// schedule renders the retry waits, folding the run at the cap ("30s ×4");
+// it walks Delay rather than Schedule so a million retries cost nothing.
+func schedule(p backoff.Policy) string {
+	var parts []string
+	for n := 1; n <= p.MaxAttempts; n++ {
+		d := p.Delay(n)
+		if d == p.MaxDelay {
+			rest := p.MaxAttempts - n + 1
+			if rest > 1 {
+				parts = append(parts, fmt.Sprintf("%v ×%d", d, rest))
+			} else {
+				parts = append(parts, d.String())
+			}
+			break
+		}
+		parts = append(parts, d.String())
+	}
+	s := strings.Join(parts, ", ")
+	if p.Jitter > 0 {
+		s += fmt.Sprintf(" (each wait shortened by up to %v%% by jitter)", p.Jitter*100)
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep/backoff"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
+	path := writeConfig(t, `{
+	  "mcpServers": {
+	    "files": {"command": "sh", "args": ["-c", "exit"], "env": {"TOKEN": "s3cret"}, "alwaysAllow": []},
+	    "fast":  {"command": "sh", "reconnect": {"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 3}, "waitForReadyMs": 2000},
+	    "off":   {"command": "sh", "disabled": true}
+	  }}`)
+	code, out, errOut := runCLI("check", "--config", path)
+	if code != 0 {
+		t.Fatalf("code %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"2 server(s), disabled: off",
+		"files (mcpServers.files)",
+		"transport   stdio: sh -c exit",
+		"env         TOKEN (values not shown)",
+		"schedule    500ms, 1s, 2s, 4s, 8s, 16s, 30s ×4",
+		"gives up    2m31.5s after the first failure",
+		"stability   30s established resets the retry budget",
+		"calls       fail fast during an outage",
+		"fast (mcpServers.fast)",
+		"schedule    100ms, 200ms, 400ms",
+		"gives up    700ms after",
+		"calls       wait up to 2s for a reconnect",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "s3cret") {
+		t.Error("check printed an env value")
+	}
+	if !strings.Contains(errOut, "warning: mcpServers.files.alwaysAllow: ignored") {
+		t.Errorf("stderr lacks the warning: %q", errOut)
+	}
+}
+
+func TestCheckErrorNamesThePath(t *testing.T) {
+	path := writeConfig(t, `{"mcpServers": {"files": {"command": "x", "reconnect": {"maxDelayMs": 0}}}}`)
+	code, out, errOut := runCLI("check", "--config", path)
+	want := path + ": mcpServers.files.reconnect.maxDelayMs: must be > 0 milliseconds, got 0"
+	if code != 1 || out != "" || !strings.Contains(errOut, want) {
+		t.Errorf("code %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
+}
+
+func TestCheckNeedsConfig(t *testing.T) {
+	code, _, errOut := runCLI("check")
+	if code != 2 || !strings.Contains(errOut, "--config FILE is required") {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI("check", "--config", filepath.Join(t.TempDir(), "none.json"))
+	if code != 1 || !strings.Contains(errOut, "no such file") {
+		t.Errorf("missing file: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestScheduleFoldsTheCap(t *testing.T) {
+	p := backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: time.Second, MaxAttempts: 1_000_000, Jitter: 0.5}
+	if got := schedule(p); got != "1s ×1000000 (each wait shortened by up to 50% by jitter)" {
+		t.Errorf("schedule %q", got)
+	}
+	p = backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: time.Hour, MaxAttempts: 2}
+	if got := schedule(p); got != "1s, 2s" {
+		t.Errorf("schedule %q", got)
+	}
+}

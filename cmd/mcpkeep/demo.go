@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/transport"
+)
+
+// runDemo is `mcpkeep demo`: the first thing a new user runs. No setup, no
+// network: the built-in fixture server (this binary, re-executed as
+// `mcpkeep fixture`) runs supervised, crashes every few seconds, once falls
+// into a crash loop that exhausts its retry budget, and is then brought
+// back by a manual reconnect. A status line per transition, an echo call
+// now and then, and a summary at the end show what the supervisor did.
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("demo", "demo [--duration D]")
+	duration := fs.Duration("duration", 20*time.Second, "how long to run (at least 2s)")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	if *duration < 2*time.Second {
+		fmt.Fprintf(stderr, "mcpkeep demo: --duration must be at least 2s, got %v\n", *duration)
+		return 2
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpkeep demo: cannot find my own binary to run the fixture: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &demo{
+		duration: *duration,
+		fixture: func(mode string) (string, []string, map[string]string) {
+			return exe, []string{"fixture", "--mode", mode}, nil
+		},
+		out: stdout,
+		tty: isTerminal(stdout),
+	}
+	return d.run(ctx)
+}
+
+// demo is one run of the demo. The fixture command is a field so tests
+// run the fixture from the test binary.
+type demo struct {
+	duration time.Duration
+	// uptime is how long a healthy fixture lives before it crashes; zero
+	// derives it from duration (at most 3 s, so the whole story fits).
+	uptime  time.Duration
+	fixture func(mode string) (path string, args []string, env map[string]string)
+	out     io.Writer
+	tty     bool
+}
+
+// The story, by generation: three healthy runs that crash after uptime
+// (each recovers: uptime outlasts the stability window, so the budget
+// resets), a crash loop whose connects succeed and die at once (three
+// retries spend the budget: exhausted), then healthy runs again after the
+// manual reconnect.
+const (
+	healthyUntil   = 3 // gens 1..3 crash after uptime
+	crashLoopUntil = 6 // gens 4..6 exit right after connecting
+	demoRetries    = 3
+)
+
+func (d *demo) modeFor(gen uint64, uptime time.Duration) string {
+	if gen > healthyUntil && gen <= crashLoopUntil {
+		return "exit-after=0"
+	}
+	return "exit-after=" + uptime.String()
+}
+
+// policy scales the retry policy to uptime: 3 s gives 200 ms doubling to
+// 1 s, 3 retries. The stability window (maxDelay) is a third of uptime.
+func demoPolicy(uptime time.Duration) backoff.Policy {
+	ms := func(d time.Duration) time.Duration { return max(d.Round(time.Millisecond), time.Millisecond) }
+	return backoff.Policy{Enabled: true, InitialDelay: ms(uptime / 15), MaxDelay: ms(uptime / 3), MaxAttempts: demoRetries}
+}
+
+func (d *demo) run(ctx context.Context) int {
+	uptime := d.uptime
+	if uptime == 0 {
+		uptime = min(3*time.Second, d.duration/6).Round(10 * time.Millisecond)
+	}
+	events := make(chan mcpkeep.Transition, 1024)
+	opener := &demoOpener{d: d, uptime: uptime, gens: map[uint64]transport.Generation{}}
+	sup, err := mcpkeep.New(mcpkeep.Options{
+		Name:           "demo",
+		Opener:         opener,
+		Policy:         demoPolicy(uptime),
+		ConnectTimeout: 10 * time.Second,
+	})
+	if err != nil {
+		fmt.Fprintf(d.out, "demo: %v\n", err)
+		return 1
+	}
+	sup.Subscribe(func(t mcpkeep.Transition) {
+		select {
+		case events <- t:
+		default: // the printer fell behind; the summary still counts from State
+		}
+	})
+	s := newDemoStatus(d.out, d.tty, time.Now(), opener.exit)
+	every := (uptime / 3).Round(time.Millisecond)
+	s.intro(d.duration, uptime, every, sup.Policy())
+
+	if err := sup.Start(ctx); err != nil {
+		fmt.Fprintf(d.out, "demo: start: %v\n", err)
+		return 1
+	}
+	end := time.NewTimer(d.duration)
+	defer end.Stop()
+	calls := time.NewTicker(every)
+	defer calls.Stop()
+	var reconnect <-chan time.Time
+	n := 0
+loop:
+	for {
+		select {
+		case t := <-events:
+			s.transition(t, sup.State())
+			if t.To == fsm.Exhausted {
+				reconnect = time.After(every)
+			}
+		case <-reconnect:
+			reconnect = nil
+			s.manual()
+			if err := sup.Reconnect(); err != nil {
+				s.note("reconnect: %v", err)
+			}
+		case <-calls.C:
+			n++
+			callCtx, cancel := context.WithTimeout(ctx, uptime)
+			start := time.Now()
+			_, err := sup.Call(callCtx, "echo", map[string]any{"text": fmt.Sprintf("ping %d", n)}, nil)
+			cancel()
+			s.call(time.Since(start), err)
+		case <-end.C:
+			break loop
+		case <-ctx.Done():
+			s.note("interrupted")
+			break loop
+		}
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), shutdownBound)
+	defer cancel()
+	err = sup.Dispose(dctx)
+	for len(events) > 0 {
+		s.transition(<-events, sup.State())
+	}
+	s.summary(err)
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// demoOpener is transport.Stdio with the fixture's mode chosen per
+// generation: the demo's script.
+type demoOpener struct {
+	d      *demo
+	uptime time.Duration
+
+	mu   sync.Mutex
+	gens map[uint64]transport.Generation // for their exit status
+}
+
+func (o *demoOpener) stdio(gen uint64) *transport.Stdio {
+	path, args, env := o.d.fixture(o.d.modeFor(gen, o.uptime))
+	return &transport.Stdio{Command: path, Args: args, Env: env, Server: "demo"}
+}
+
+func (o *demoOpener) Open(ctx context.Context, gen uint64) (transport.Generation, error) {
+	g, err := o.stdio(gen).Open(ctx, gen)
+	if err == nil {
+		o.mu.Lock()
+		o.gens[gen] = g
+		o.mu.Unlock()
+	}
+	return g, err
+}
+
+// exit is how generation gen's process ended, as far as known.
+func (o *demoOpener) exit(gen uint64) string {
+	o.mu.Lock()
+	g := o.gens[gen]
+	o.mu.Unlock()
+	if g == nil {
+		return ""
+	}
+	return g.Exit().Status
+}
+
+// TerminationWindow lends the supervisor stdio's window.
+func (o *demoOpener) TerminationWindow() time.Duration { return o.stdio(1).TerminationWindow() }
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

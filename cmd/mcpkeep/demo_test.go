@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemoTellsTheWholeStory runs the demo on a short clock (healthy runs
+// of 400 ms) and checks that its summary saw crashes, recoveries, the
+// exhaustion of the crash loop and the manual reconnect.
+func TestDemoTellsTheWholeStory(t *testing.T) {
+	var out bytes.Buffer
+	exe := testExe(t)
+	d := &demo{
+		duration: 3500 * time.Millisecond,
+		uptime:   400 * time.Millisecond,
+		fixture: func(mode string) (string, []string, map[string]string) {
+			return exe, []string{"fixture", "--mode", mode}, map[string]string{envCLIChild: "1", "GORACE": "atexit_sleep_ms=0"}
+		},
+		out: &out,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if code := d.run(ctx); code != 0 {
+		t.Fatalf("exit %d\n%s", code, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"exhausted          yes",
+		"manual reconnect   yes",
+		"shutdown           clean",
+		"manual Reconnect(): a fresh budget",
+		"(exit status 5)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if n := count(t, text, `crashes\s+(\d+)`); n < 6 {
+		t.Errorf("crashes %d, want at least 6 (3 healthy runs, 3 in the crash loop)", n)
+	}
+	if n := count(t, text, `recoveries\s+(\d+) automatic`); n < 4 {
+		t.Errorf("recoveries %d, want at least 4", n)
+	}
+	if n := count(t, text, `calls\s+(\d+) ok`); n < 1 {
+		t.Errorf("no call succeeded")
+	}
+	if strings.Contains(text, "\033[") {
+		t.Error("colours on a non-terminal")
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+func count(t *testing.T, text, re string) int {
+	t.Helper()
+	m := regexp.MustCompile(re).FindStringSubmatch(text)
+	if m == nil {
+		t.Errorf("no %q in the output", re)
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func TestDemoRejectsAShortDuration(t *testing.T) {
+	code, _, errOut := runCLI("demo", "--duration", "1s")
+	if code != 2 || !strings.Contains(errOut, "at least 2s") {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+}

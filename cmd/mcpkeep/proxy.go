@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// shutdownBound caps Dispose at exit. Each supervisor bounds its own drain
+// by its termination window (about 5 s for stdio), so this is only the
+// last resort against a transport that ignores its own bound.
+const shutdownBound = 30 * time.Second
+
+// runProxy is `mcpkeep proxy`: an MCP server on stdin/stdout that serves
+// the union of the configured servers' tools, each server supervised.
+func runProxy(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("proxy", "proxy --config FILE [--log-format text|json] [--log-level LEVEL] [--trace FILE]")
+	cfgPath := fs.String("config", "", "the config file: mcpServers (Claude Desktop, Cursor) or servers (VS Code) shape (required)")
+	format := fs.String("log-format", "text", "log format on stderr: text | json (one object per line)")
+	level := fs.String("log-level", "info", "debug | info | warn | error (debug adds the servers' stderr and the SDK's logs)")
+	tracePath := fs.String("trace", "", "append every lifecycle transition to FILE as JSON lines")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	log, err := newLogger(stderr, *format, *level)
+	if *cfgPath == "" {
+		err = errors.Join(err, errors.New("--config FILE is required"))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpkeep proxy: %v\n", err)
+		fs.Usage()
+		return 2
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	p := &proxy{cfgPath: *cfgPath, tracePath: *tracePath, log: log, sdkLog: *level == "debug"}
+	return p.run(os.Stdin, writeCloser(stdout), sigs)
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+}
+
+// proxy is one run of `mcpkeep proxy`.
+type proxy struct {
+	cfgPath   string
+	tracePath string
+	log       *slog.Logger
+	sdkLog    bool // pass the logger to the SDK's server too
+}
+
+// run serves until the host closes in (stdin EOF) or SIGINT/SIGTERM
+// arrives, then disposes every server, so no child process is left, and
+// returns the exit code. SIGHUP re-reads the config and applies it by
+// difference.
+func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal) int {
+	cfg, warns, err := mcpkeep.LoadConfig(p.cfgPath)
+	p.warn(warns)
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			p.log.Error("invalid config", slog.String("err", line))
+		}
+		return 1
+	}
+	trace, err := openTrace(p.tracePath, cfg, p.log)
+	if err != nil {
+		p.log.Error("cannot write the trace", slog.Any("err", err))
+		return 1
+	}
+	defer trace.close()
+
+	set := tools.NewSet(tools.Limits{})
+	pool := mcpkeep.NewPool(mcpkeep.PoolOptions{Sink: set, Logger: p.log, Observer: trace.observer()})
+	sdkLog := slog.New(slog.DiscardHandler)
+	if p.sdkLog {
+		sdkLog = p.log.With(slog.String("component", "sdk"))
+	}
+	// tools.listChanged is advertised from the start: a server that begins
+	// with no tools would otherwise not advertise it, and hosts on protocol
+	// 2026-07-28 would never subscribe to tool changes (DESIGN §12).
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpkeep", Version: resolveVersion()}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Logger:       sdkLog,
+	})
+	up := newUpstream(srv, pool, p.log)
+	defer set.Subscribe(up.apply)()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// The first Apply registers the tools before the host's first
+	// tools/list; a signal still stops it.
+	applied := make(chan error, 1)
+	go func() { applied <- pool.Apply(ctx, cfg) }()
+	reload := false
+	select {
+	case err := <-applied:
+		if err != nil {
+			p.logErrors("startup", err)
+			if missing := strictMissing(cfg, pool); len(missing) > 0 {
+				p.log.Error("strict startup failed", slog.Any("servers", missing))
+				return p.shutdown(pool, 1)
+			}
+		}
+	case sig := <-sigs:
+		if sig != syscall.SIGHUP {
+			p.log.Info("stopping", slog.String("signal", sig.String()))
+			cancel()
+			<-applied
+			return p.shutdown(pool, 0)
+		}
+		reload = true
+		<-applied
+	}
+	p.log.Info("serving", slog.Int("servers", len(cfg.Servers)), slog.Int("tools", len(set.List())))
+
+	reloads := make(chan struct{}, 1)
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		for {
+			select {
+			case <-reloads:
+				p.reload(ctx, pool)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if reload {
+		reloads <- struct{}{}
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}) }()
+	running := true
+	for running {
+		select {
+		case err := <-served:
+			p.log.Info("host disconnected", slog.Any("err", err))
+			served = nil
+			running = false
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				select {
+				case reloads <- struct{}{}:
+				default: // one is pending: it will read the newest file
+				}
+				continue
+			}
+			p.log.Info("stopping", slog.String("signal", sig.String()))
+			running = false
+		}
+	}
+	cancel()
+	<-reloaded
+	code := p.shutdown(pool, 0)
+	if served != nil {
+		<-served // Run returns once ctx is cancelled
+	}
+	return code
+}
+
+// shutdown disposes every server and reports code, or 1 when some
+// server's shutdown did not complete.
+func (p *proxy) shutdown(pool *mcpkeep.Pool, code int) int {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound)
+	defer cancel()
+	start := time.Now()
+	if err := pool.Dispose(ctx); err != nil {
+		p.logErrors("incomplete shutdown", err)
+		return 1
+	}
+	p.log.Info("stopped", slog.Duration("took", time.Since(start)))
+	return code
+}
+
+// reload re-reads the config and applies it by difference: unchanged
+// servers keep running untouched. It also gives every server that gave up
+// a fresh budget: SIGHUP is the proxy's manual reconnect.
+func (p *proxy) reload(ctx context.Context, pool *mcpkeep.Pool) {
+	cfg, warns, err := mcpkeep.LoadConfig(p.cfgPath)
+	p.warn(warns)
+	if err != nil {
+		p.logErrors("reload failed, config unchanged", err)
+		return
+	}
+	if err := pool.Apply(ctx, cfg); err != nil {
+		p.logErrors("reload", err)
+	}
+	for _, s := range pool.States() {
+		if s.State != fsm.Exhausted {
+			continue
+		}
+		if sup, ok := pool.Supervisor(s.Server); ok {
+			if err := sup.Reconnect(); err == nil {
+				p.log.Info("manual reconnect", slog.String("server", s.Server))
+			}
+		}
+	}
+	p.log.Info("reloaded", slog.Int("servers", len(cfg.Servers)))
+}
+
+func (p *proxy) warn(warns []mcpkeep.Warning) {
+	for _, w := range warns {
+		p.log.Warn("config", slog.String("path", w.Path), slog.String("warning", w.Message))
+	}
+}
+
+// logErrors logs each error of a join on its own line.
+func (p *proxy) logErrors(msg string, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		p.log.Error(msg, slog.String("err", line))
+	}
+}
+
+// strictMissing names the servers with failOnStartupError that did not
+// start.
+func strictMissing(cfg *mcpkeep.Config, pool *mcpkeep.Pool) []string {
+	var out []string
+	for _, sc := range cfg.Servers {
+		if _, ok := pool.Supervisor(sc.Name); sc.FailOnStartupError && !ok {
+			out = append(out, sc.Name)
+		}
+	}
+	return out
+}
+
+// writeCloser lets the SDK close stdout at the end without closing a
+// writer that is not ours to close.
+func writeCloser(w io.Writer) io.WriteCloser {
+	if wc, ok := w.(io.WriteCloser); ok {
+		return wc
+	}
+	return nopWriteCloser{w}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// upstream mirrors the pool's tool registry onto the proxy's own MCP
+// server, the one the host talks to. It is the proxy's tools.Sink in
+// effect: it follows the Set's change feed, so each atomic swap of a
+// server's tools becomes one batch of AddTool/RemoveTools, which the SDK
+// debounces (10 ms) into one tools/list_changed for the host. A swap to an
+// identical list emits no change at all, so a server that recovers with
+// the same tools never makes the host's list flap.
+type upstream struct {
+	srv  *mcp.Server
+	pool *mcpkeep.Pool
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu      sync.Mutex
+	exposed map[string]map[string]tools.Tool // server → public name → tool
+}
+
+func newUpstream(srv *mcp.Server, pool *mcpkeep.Pool, log *slog.Logger) *upstream {
+	return &upstream{srv: srv, pool: pool, log: log, now: time.Now, exposed: map[string]map[string]tools.Tool{}}
+}
+
+// apply mirrors one change. The Set delivers changes one at a time, in
+// order, on a supervisor's goroutine: it must stay quick.
+func (u *upstream) apply(ch tools.Change) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	old := u.exposed[ch.Server]
+	next := make(map[string]tools.Tool, len(ch.Tools))
+	for _, t := range ch.Tools {
+		next[t.PublicName] = t
+	}
+	var removed, added []string
+	for name := range old {
+		if _, ok := next[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	if len(removed) > 0 {
+		u.srv.RemoveTools(removed...)
+	}
+	for _, t := range ch.Tools {
+		if o, ok := old[t.PublicName]; ok && sameTool(o, t) {
+			continue
+		}
+		if err := u.add(t); err != nil {
+			u.log.Error("tool not exposed", slog.String("server", ch.Server), slog.String("tool", t.PublicName), slog.Any("err", err))
+			delete(next, t.PublicName)
+			continue
+		}
+		added = append(added, t.PublicName)
+	}
+	if len(next) == 0 {
+		delete(u.exposed, ch.Server)
+	} else {
+		u.exposed[ch.Server] = next
+	}
+	slices.Sort(removed)
+	u.log.Info("tools changed", slog.String("server", ch.Server), slog.Uint64("gen", ch.Gen),
+		slog.String("kind", ch.Kind.String()), slog.Any("added", added), slog.Any("removed", removed),
+		slog.Int("tools", len(next)))
+}
+
+// add exposes t. The SDK panics on a schema it cannot accept (an input
+// schema that is not an object); one bad tool must not take the proxy
+// down, so that becomes an error.
+func (u *upstream) add(t tools.Tool) (err error) {
+	mt := &mcp.Tool{
+		Name: t.PublicName, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, Annotations: t.Annotations,
+	}
+	if len(t.OutputSchema) > 0 {
+		mt.OutputSchema = t.OutputSchema
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	u.srv.AddTool(mt, u.handler(t.PublicName))
+	return nil
+}
+
+func sameTool(a, b tools.Tool) bool {
+	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description &&
+		string(a.InputSchema) == string(b.InputSchema) && string(a.OutputSchema) == string(b.OutputSchema) &&
+		reflect.DeepEqual(a.Annotations, b.Annotations)
+}
+
+// handler routes a host's call to the server's supervisor. Failures of
+// the connection become tool results with isError, worded for the model
+// and the human reading over its shoulder; errors of the server itself
+// (JSON-RPC errors) pass through unchanged.
+func (u *upstream) handler(public string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args any
+		if len(req.Params.Arguments) > 0 {
+			args = req.Params.Arguments
+		}
+		res, err := u.pool.Call(ctx, public, args, nil)
+		if err == nil {
+			return res, nil
+		}
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			return nil, wire
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: u.describe(err)}}}, nil
+	}
+}
+
+// describe explains a failed call: which server, in which state, and when
+// the next retry is due.
+func (u *upstream) describe(err error) string {
+	var nc *mcpkeep.NotConnectedError
+	switch {
+	case errors.As(err, &nc):
+		msg := fmt.Sprintf("mcpkeep: server %q is not connected (%s", nc.Server, nc.State)
+		if sup, ok := u.pool.Supervisor(nc.Server); ok {
+			s := sup.State()
+			msg += fmt.Sprintf(", retry %d of %d", s.Attempt, s.MaxAttempts)
+		}
+		if !nc.NextRetry.IsZero() {
+			msg += fmt.Sprintf(", next retry in %v", max(nc.NextRetry.Sub(u.now()).Round(time.Millisecond), 0))
+		}
+		msg += ")"
+		switch nc.State {
+		case fsm.Exhausted:
+			msg += "; it gave up: a SIGHUP to mcpkeep retries it"
+		case fsm.Connecting, fsm.BackingOff, fsm.Lost:
+			msg += "; try again shortly"
+		}
+		if nc.LastErr != nil {
+			msg += ". Last error: " + nc.LastErr.Error()
+		}
+		return msg
+	case errors.Is(err, mcpkeep.ErrConnectionLost):
+		return "mcpkeep: the connection to the server was lost during the call; it was not retried and may or may not have taken effect: " + err.Error()
+	}
+	return err.Error()
+}
