@@ -14,6 +14,7 @@ import (
 // of 400 ms) and checks that its summary saw crashes, recoveries, the
 // exhaustion of the crash loop and the manual reconnect.
 func TestDemoTellsTheWholeStory(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	exe := testExe(t)
 	d := &demo{

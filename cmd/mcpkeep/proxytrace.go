@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/trace"
 )
 
@@ -40,24 +41,31 @@ func openTrace(path string, cfg *mcpkeep.Config, log *slog.Logger) (*proxyTrace,
 }
 
 // traceHeader describes the servers of cfg as they start. Servers that a
-// SIGHUP adds later are not in it (the format has one header per file).
+// SIGHUP adds later are not in it (the format has one header per file):
+// they are read with the top-level configuration, the stdio defaults.
 func traceHeader(cfg *mcpkeep.Config, started time.Time) trace.Header {
 	h := trace.Header{Version: trace.Version, Started: started, Clock: trace.ClockReal,
 		Servers: map[string]trace.Config{}, Note: "mcpkeep proxy"}
+	h.Config = traceConfig(mcpkeep.ServerConfig{Transport: mcpkeep.TransportStdio, Command: "default",
+		Reconnect: backoff.Default(), ConnectTimeout: mcpkeep.DefaultConnectTimeout})
 	for _, sc := range cfg.Servers {
-		tw := mcpkeep.DefaultTerminationWindow
-		if op, err := sc.Opener(nil); err == nil {
-			if w, ok := op.(interface{ TerminationWindow() time.Duration }); ok && w.TerminationWindow() > 0 {
-				tw = w.TerminationWindow()
-			}
-		}
-		h.Servers[sc.Name] = trace.Config{
-			Policy:              trace.PolicyOf(sc.Reconnect),
-			ConnectTimeoutMs:    trace.Ms(sc.ConnectTimeout),
-			TerminationWindowMs: trace.Ms(tw),
-		}
+		h.Servers[sc.Name] = traceConfig(sc)
 	}
 	return h
+}
+
+func traceConfig(sc mcpkeep.ServerConfig) trace.Config {
+	tw := mcpkeep.DefaultTerminationWindow
+	if op, err := sc.Opener(nil); err == nil {
+		if w, ok := op.(interface{ TerminationWindow() time.Duration }); ok && w.TerminationWindow() > 0 {
+			tw = w.TerminationWindow()
+		}
+	}
+	return trace.Config{
+		Policy:              trace.PolicyOf(sc.Reconnect),
+		ConnectTimeoutMs:    trace.Ms(sc.ConnectTimeout),
+		TerminationWindowMs: trace.Ms(tw),
+	}
 }
 
 func (t *proxyTrace) observer() mcpkeep.Observer {
