@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/tools"
@@ -40,6 +41,13 @@ type generation struct {
 	connectTimer *clock.Timer
 	stableTimer  *clock.Timer
 	termTimer    *clock.Timer
+
+	callsMu sync.Mutex // guards the fields below; taken by Call and the loop
+	// calls holds the cancel funcs of in-flight calls whose callers can
+	// cancel too; endCalls cancels them all when the generation ends.
+	calls      map[uint64]context.CancelFunc
+	callSeq    uint64
+	callsEnded bool
 }
 
 func (s *Supervisor) newGeneration() *generation {
@@ -135,14 +143,73 @@ func (s *Supervisor) closeSession(g *generation) {
 // call forwards one tool call over this generation. The call's context is
 // also cancelled when the generation ends, so a hung server cannot keep
 // ClientSession.Close (and so the barrier) waiting.
+//
+// The hot path avoids context.AfterFunc (three allocations and a
+// registration in the generation context's child map): a caller that can
+// never cancel gets the generation's context carrying the caller's values,
+// and any other call registers its cancel func with the generation.
 func (g *generation) call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(g.ctx, cancel)
+	var cctx context.Context
+	if ctx.Done() == nil {
+		cctx = genValues{Context: g.ctx, values: ctx}
+	} else {
+		c, cancel := context.WithCancel(ctx)
+		id, ok := g.addCall(cancel)
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("mcpkeep: server %q gen %d: %w", server, g.n, ErrConnectionLost)
+		}
+		defer g.removeCall(id, cancel)
+		cctx = c
+	}
 	res, err := g.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	stop()
-	cancel()
 	if err != nil && ctx.Err() == nil && (g.ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed)) {
 		err = fmt.Errorf("mcpkeep: server %q gen %d: %w: %w", server, g.n, ErrConnectionLost, err)
 	}
 	return res, err
+}
+
+func (g *generation) addCall(cancel context.CancelFunc) (uint64, bool) {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.callsEnded {
+		return 0, false
+	}
+	if g.calls == nil {
+		g.calls = make(map[uint64]context.CancelFunc)
+	}
+	g.callSeq++
+	g.calls[g.callSeq] = cancel
+	return g.callSeq, true
+}
+
+func (g *generation) removeCall(id uint64, cancel context.CancelFunc) {
+	g.callsMu.Lock()
+	delete(g.calls, id)
+	g.callsMu.Unlock()
+	cancel()
+}
+
+// endCalls cancels every in-flight call; later calls fail at once.
+func (g *generation) endCalls() {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	g.callsEnded = true
+	for _, cancel := range g.calls {
+		cancel()
+	}
+}
+
+// genValues is the generation's context (its Done, Err and Deadline)
+// carrying the values of a caller's context that can never be cancelled.
+type genValues struct {
+	context.Context
+	values context.Context
+}
+
+func (c genValues) Value(key any) any {
+	if v := c.values.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
 }

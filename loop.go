@@ -286,6 +286,7 @@ func (s *Supervisor) endGen(g *generation) {
 	stopTimer(&g.connectTimer)
 	stopTimer(&g.stableTimer)
 	g.cancel()
+	g.endCalls()
 	if s.syncing == g {
 		s.syncDirty = false
 	}
