@@ -582,7 +582,7 @@ func (s *Supervisor) emit(t fsm.Transition, g *generation, err error) {
 		n = g.n
 	}
 	s.obs.notify(Transition{
-		Server: s.opts.Name, Gen: n, From: t.From, To: t.To, Event: t.Event,
+		Server: s.opts.Name, Gen: n, From: t.From, To: t.To, Event: t.Event, Guard: t.Guard.Name,
 		Attempt: s.budget.Attempt(), NextRetry: s.nextRetry, Err: err, At: s.opts.Clock.Now(),
 	})
 }

@@ -15,6 +15,7 @@ type Transition struct {
 	From      fsm.State
 	To        fsm.State
 	Event     fsm.Event
+	Guard     string // the name of the row's guard that held ("" when unguarded)
 	Attempt   int
 	NextRetry time.Time // zero unless To is backing-off
 	Err       error     // why, for failed/closed/stuck/gave-up transitions

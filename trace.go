@@ -62,9 +62,7 @@ func TraceObserver(w *trace.Writer) Observer {
 
 // TraceEvent converts one transition for a trace with header h. Errors
 // become their text (the supervisor's errors never include env values or
-// headers). The guard of a released row is named in the detail: the
-// outcome lost → exhausted alone cannot tell budget spent from reconnect
-// disabled, but the policy in h can.
+// headers). The guard of a released row is named in the detail.
 func TraceEvent(h trace.Header, t Transition) trace.Event {
 	e := trace.Event{
 		Offset: t.At.Sub(h.Started), Server: t.Server, Gen: t.Gen,
@@ -79,30 +77,13 @@ func TraceEvent(h trace.Header, t Transition) trace.Event {
 			e.Detail[trace.DetailCause] = trace.CauseConnectTimeout
 		}
 	}
-	if rows := fsm.Rows(t.From, t.Event); len(rows) > 1 {
-		// The rows sharing an outcome differ only in reconnect enabled
-		// (budget spent) vs disabled; the policy says which held.
-		facts := fsm.Facts{ReconnectDisabled: !h.For(t.Server).Policy.Enabled, BudgetSpent: true}
-		for _, r := range rows {
-			if r.To == t.To && (r.Guard.Holds(facts) || !sharesOutcome(rows, r)) {
-				if e.Detail == nil {
-					e.Detail = map[string]string{}
-				}
-				e.Detail[trace.DetailGuard] = r.Guard.Name
-				break
-			}
+	if len(fsm.Rows(t.From, t.Event)) > 1 {
+		// lost → exhausted alone cannot tell budget spent from reconnect
+		// disabled: name the guard that held.
+		if e.Detail == nil {
+			e.Detail = map[string]string{}
 		}
+		e.Detail[trace.DetailGuard] = t.Guard
 	}
 	return e
-}
-
-// sharesOutcome reports whether another row of rows leads where r does.
-func sharesOutcome(rows []fsm.Transition, r fsm.Transition) bool {
-	n := 0
-	for _, q := range rows {
-		if q.To == r.To {
-			n++
-		}
-	}
-	return n > 1
 }
