@@ -79,7 +79,6 @@ type ServerConfig struct {
 // Equal reports whether a and b configure the same server the same way
 // (Path aside).
 func (a ServerConfig) Equal(b ServerConfig) bool {
-	a.Path, b.Path = "", ""
 	return a.Name == b.Name && a.Transport == b.Transport && a.Command == b.Command &&
 		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.Dir == b.Dir &&
 		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.Reconnect == b.Reconnect &&
