@@ -46,6 +46,12 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	// A host that dies leaves stdout a broken pipe. Unhandled, SIGPIPE on
+	// fd 1 kills the process before it disposes its servers; noticed, the
+	// write fails with EPIPE and the proxy shuts down in order.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	p := &proxy{cfgPath: *cfgPath, tracePath: *tracePath, log: log, sdkLog: *level == "debug"}
 	return p.run(os.Stdin, writeCloser(stdout), sigs)
 }
