@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 
 	"github.com/benbjohnson/clock"
@@ -163,7 +165,7 @@ func (g *generation) call(ctx context.Context, server, tool string, args any) (*
 		cctx = c
 	}
 	res, err := g.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil && ctx.Err() == nil && (g.ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed)) {
+	if err != nil && ctx.Err() == nil && connectionEnded(g, err) {
 		err = fmt.Errorf("mcpkeep: server %q gen %d: %w: %w", server, g.n, ErrConnectionLost, err)
 	}
 	return res, err
@@ -212,4 +214,16 @@ func (c genValues) Value(key any) any {
 		return v
 	}
 	return c.Context.Value(key)
+}
+
+// connectionEnded tells a call that failed because its connection ended
+// from one the server answered with an error. The SDK reports the end in
+// more than one shape: a call started after the break wraps
+// mcp.ErrConnectionClosed, while a call pending when the peer died gets the
+// read loop's own error (io.EOF, or a closed pipe).
+func connectionEnded(g *generation, err error) bool {
+	return g.ctx.Err() != nil ||
+		errors.Is(err, mcp.ErrConnectionClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrClosed)
 }

@@ -16,8 +16,10 @@ func (s *Supervisor) activationDone(err error) {
 	s.activation <- err
 }
 
-// emit tells observers about t.
+// emit tells observers about t, after publishing the snapshot so an
+// observer that reads State sees the state it was told about.
 func (s *Supervisor) emit(t fsm.Transition, g *generation, err error) {
+	s.publish()
 	var n uint64
 	if g != nil {
 		n = g.n

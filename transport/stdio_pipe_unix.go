@@ -31,10 +31,17 @@ type stdoutReader struct {
 	// undeadline clears the deadline once, for draining (reader goroutine).
 	undeadline sync.Once
 	closeOnce  sync.Once
+	// done is closed once a Read has reported the end (EOF or an error)
+	// or Close was called: the teardown may close the pipe after that
+	// without taking anything from the reader.
+	done     chan struct{}
+	doneOnce sync.Once
 }
 
+func (r *stdoutReader) finish() { r.doneOnce.Do(func() { close(r.done) }) }
+
 func newStdoutReader(f *os.File) *stdoutReader {
-	return &stdoutReader{f: f, exited: make(chan struct{})}
+	return &stdoutReader{f: f, exited: make(chan struct{}), done: make(chan struct{})}
 }
 
 // childExited is called once, by the waiter, when the child was reaped.
@@ -43,13 +50,18 @@ func (r *stdoutReader) childExited() {
 	close(r.exited)
 }
 
-func (r *stdoutReader) Read(p []byte) (int, error) {
+func (r *stdoutReader) Read(p []byte) (n int, err error) {
+	defer func() {
+		if err != nil {
+			r.finish()
+		}
+	}()
 	select {
 	case <-r.exited:
 		return r.drain(p)
 	default:
 	}
-	n, err := r.f.Read(p)
+	n, err = r.f.Read(p)
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// Only childExited sets a deadline, and it closes exited next.
@@ -119,6 +131,7 @@ func readNow(f *os.File, p []byte) (int, error) {
 func (r *stdoutReader) Close() error {
 	var err error
 	r.closeOnce.Do(func() { err = r.f.Close() })
+	r.finish()
 	return err
 }
 

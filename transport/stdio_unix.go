@@ -239,6 +239,15 @@ func (g *stdioGen) reap() {
 	}
 	g.stderr.f.Close()
 	<-g.stderrDone // prompt: closing the pipe ends its read
+	if quiet {
+		// Let the SDK drain what the child wrote before it exited.
+		t := time.NewTimer(stderrDrain)
+		select {
+		case <-g.stdout.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	g.stdout.Close()
 	if !quiet {
 		g.log.Debug("stdio: process group did not end", "pgid", g.pgid)
