@@ -30,7 +30,12 @@ type stdoutReader struct {
 	exited chan struct{}
 	// undeadline clears the deadline once, for draining (reader goroutine).
 	undeadline sync.Once
-	closeOnce  sync.Once
+	// closed is closed by Close: reads stop, but the descriptor stays open
+	// until release, so a child still writing while it shuts down fills
+	// the pipe instead of dying of SIGPIPE.
+	closed      chan struct{}
+	closeOnce   sync.Once
+	releaseOnce sync.Once
 	// done is closed once a Read has reported the end (EOF or an error)
 	// or Close was called: the teardown may close the pipe after that
 	// without taking anything from the reader.
@@ -41,7 +46,7 @@ type stdoutReader struct {
 func (r *stdoutReader) finish() { r.doneOnce.Do(func() { close(r.done) }) }
 
 func newStdoutReader(f *os.File) *stdoutReader {
-	return &stdoutReader{f: f, exited: make(chan struct{}), done: make(chan struct{})}
+	return &stdoutReader{f: f, exited: make(chan struct{}), done: make(chan struct{}), closed: make(chan struct{})}
 }
 
 // childExited is called once, by the waiter, when the child was reaped.
@@ -57,6 +62,8 @@ func (r *stdoutReader) Read(p []byte) (n int, err error) {
 		}
 	}()
 	select {
+	case <-r.closed:
+		return 0, os.ErrClosed
 	case <-r.exited:
 		return r.drain(p)
 	default:
@@ -64,8 +71,13 @@ func (r *stdoutReader) Read(p []byte) (n int, err error) {
 	n, err = r.f.Read(p)
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		// Only childExited sets a deadline, and it closes exited next.
-		<-r.exited
+		// Only childExited and Close set a deadline, and each closes its
+		// channel right after.
+		select {
+		case <-r.closed:
+			return 0, os.ErrClosed
+		case <-r.exited:
+		}
 		if n > 0 {
 			return n, nil
 		}
@@ -126,13 +138,24 @@ func readNow(f *os.File, p []byte) (int, error) {
 	}
 }
 
-// Close closes the pipe once; later calls return nil, so the SDK and the
-// teardown may both close it.
+// Close ends reading (the SDK calls it when the session closes) and wakes
+// a blocked Read. It does not close the descriptor: the child may still
+// be writing while it shuts down, and a closed read end would kill it with
+// SIGPIPE instead of letting it exit on its own. release closes it once the
+// child was reaped.
 func (r *stdoutReader) Close() error {
-	var err error
-	r.closeOnce.Do(func() { err = r.f.Close() })
+	r.closeOnce.Do(func() {
+		r.f.SetReadDeadline(time.Unix(1, 0))
+		close(r.closed)
+	})
 	r.finish()
-	return err
+	return nil
+}
+
+// release closes the descriptor (the teardown, after the child's end).
+func (r *stdoutReader) release() {
+	r.Close()
+	r.releaseOnce.Do(func() { r.f.Close() })
 }
 
 // stdinWriter is the child's stdin; Close is idempotent, for the same

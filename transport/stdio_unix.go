@@ -248,7 +248,7 @@ func (g *stdioGen) reap() {
 		}
 		t.Stop()
 	}
-	g.stdout.Close()
+	g.stdout.release()
 	if !quiet {
 		g.log.Debug("stdio: process group did not end", "pgid", g.pgid)
 		return
