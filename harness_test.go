@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing/synctest"
 	"time"
@@ -316,5 +315,3 @@ func (h *harness) forceDispose() {
 		h.clk.Add(time.Second)
 	}
 }
-
-func joinLines(s []string) string { return strings.Join(s, "\n") }
