@@ -28,4 +28,49 @@
 // Processes that leave the group (setsid, as some npx children do) are out
 // of reach. The last stderr lines are kept for Exit().StderrTail and
 // forwarded at Debug.
+//
+// HTTP supervision (DESIGN §8). Each generation is a fresh
+// mcp.StreamableClientTransport behind an http.RoundTripper of its own (and,
+// unless the host supplies a client, an http.Transport of its own) that adds
+// the configured headers, ties every request to the generation and watches
+// the event streams. The SDK's connection is not wrapped (the SDK drives it
+// through an unexported interface); Terminate closes it (the SDK's DELETE,
+// bounded at 5 s), aborts whatever is still in flight, and Gone closes once
+// every request has ended and every response body is closed. Legacy
+// stateful sessions (up to 2025-11-25, Mcp-Session-Id) report their own
+// loss: the standalone event stream breaks, or a request gets 404
+// (mcp.ErrSessionMissing). MaxRetries is -1, so the SDK never resumes a
+// broken stream itself and the supervisor's backoff is the only one (one
+// budget). A transient blip, such as a proxy cutting an idle stream,
+// therefore costs one generation: a reconnect after the first backoff
+// delay, normally with an unchanged tool list (registrations untouched),
+// counted as one retry of an outage that the stability window closes. A
+// stream cut more often than the stability window exhausts the budget
+// instead of reconnecting forever. Stateless 2026-07-28 sessions (no
+// session, no ping) never report a dead server, so the generation does two
+// things itself. It watches its subscriptions/listen stream: if that ends
+// without mcpkeep cancelling it, the server dropped the subscription, the
+// generation ends at once and the next one subscribes again. It also probes
+// with tools/list every ProbeInterval (1 s), each probe bounded by
+// ProbeTimeout (5 s). ProbeFailures (2) consecutive failures end the
+// generation. So does a success after a failure, unless the subscription
+// stream stayed open throughout, because a restarted server may serve other
+// tools. A legacy session whose server offers no standalone stream is
+// probed the same way. Measured on loopback, a killed stateful server, or a
+// stateless one with a subscription, is seen in about a millisecond; a
+// stateless one without a subscription is seen within two probe intervals.
+//
+// What HTTP supervision cannot see:
+//   - a stateful server that hangs, or a network path that silently drops
+//     packets, while its TCP connection stays open, until the OS's TCP
+//     keepalive gives up;
+//   - tool changes of a stateless server without tools.listChanged, until
+//     the next reconnect;
+//   - a restart that the subscription stream does not reveal, such as a load
+//     balancer moving the client to another instance;
+//   - the server itself when the SDK answers a probe from its TTL cache
+//     (a server that sets ttlMs > 0). Such a probe counts as neither success
+//     nor failure, so detection can take up to the TTL longer;
+//   - whether a failed tools/call reached the server. Calls are never
+//     replayed.
 package transport

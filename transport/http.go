@@ -1,0 +1,182 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of the health probe of sessionless HTTP generations.
+const (
+	DefaultProbeInterval = 1 * time.Second
+	DefaultProbeFailures = 2
+	DefaultProbeTimeout  = 5 * time.Second
+)
+
+// httpDeleteBound is the SDK's own bound on the session-terminating DELETE
+// that StreamableClientConn.Close sends (go-sdk closeDeleteTimeout).
+const httpDeleteBound = 5 * time.Second
+
+// httpSlack is what TerminationWindow adds to the DELETE bound: aborting
+// the requests still in flight once the connection is closed, and
+// scheduling noise.
+const httpSlack = 1 * time.Second
+
+// HTTP is the Opener of a Streamable HTTP MCP server, in both protocol
+// eras (see the package doc). Every generation gets a fresh
+// mcp.StreamableClientTransport behind an http.RoundTripper of its own,
+// which injects Headers and tracks every request and response body, so
+// the generation can prove them released (Gone) and see its streams end.
+// Fields are read at each Open and must not change while a generation is
+// open; only URL is required.
+type HTTP struct {
+	// URL is the server's MCP endpoint (http or https).
+	URL string
+	// Headers are added to every request, unless the SDK sets the same
+	// header itself (its protocol headers win). Values expand ${VAR} and
+	// $VAR from mcpkeep's environment at each Open (see ExpandEnv) and
+	// never appear in logs or errors.
+	Headers map[string]string
+	// HTTPClient is the client to send with; nil means a fresh
+	// http.Transport per generation (closed with it, so no keep-alive
+	// connection outlives its generation). Its Timeout, if any, also cuts
+	// the long-lived event streams: leave it zero.
+	HTTPClient *http.Client
+	// Clock drives the health probe's timers; nil means the real clock.
+	Clock clock.Clock
+	// ProbeInterval is the pause between health probes, ProbeFailures the
+	// number of consecutive failed probes that end a generation, and
+	// ProbeTimeout bounds one probe. Zero or negative means the default
+	// (1 s, 2, 5 s).
+	ProbeInterval time.Duration
+	ProbeFailures int
+	ProbeTimeout  time.Duration
+	// Logger receives the probe's verdicts and the teardown at Debug, with
+	// attributes server and gen; nil discards.
+	Logger *slog.Logger
+	// Server names the server in log attributes.
+	Server string
+	// ProtocolVersion, when set, pins the protocol version of every
+	// session (for example "2025-11-25" for a server that mishandles the
+	// 2026-07-28 discovery); empty lets the SDK negotiate.
+	ProtocolVersion string
+}
+
+// TerminationWindow bounds a generation's teardown: once Terminate was
+// called, Gone closes within this window or never. It is the SDK's bound
+// on the session-ending DELETE plus a small slack.
+func (h *HTTP) TerminationWindow() time.Duration { return httpDeleteBound + httpSlack }
+
+// SessionOptions pins ProtocolVersion for the supervisor's Connect; nil
+// when no version is pinned.
+func (h *HTTP) SessionOptions() *mcp.ClientSessionOptions {
+	if h.ProtocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: h.ProtocolVersion}
+}
+
+// Open prepares generation gen. It sends nothing (the SDK's transport
+// speaks only when the supervisor connects), so it fails only on a bad
+// URL, header or pinned version; the error names the URL (without its
+// password) and the header, never a header's value.
+func (h *HTTP) Open(ctx context.Context, gen uint64) (Generation, error) {
+	u, err := checkURL(h.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("http: open %s: %w", u, err)
+	}
+	if v := h.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+		return nil, fmt.Errorf("http: open %s: protocol version %q is not one of %v", u, v, mcp.SupportedProtocolVersions())
+	}
+	headers := ExpandEnv(h.Headers, nil)
+	for k, v := range headers {
+		if err := checkHeader(k, v); err != nil {
+			return nil, fmt.Errorf("http: open %s: %w", u, err)
+		}
+	}
+	g := newHTTPGen(h, gen, u, headers)
+	return g, nil
+}
+
+// checkURL parses raw and returns it in its redacted form (password
+// hidden), the form every message of the generation uses.
+func checkURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error would quote raw, password and all.
+		return "", fmt.Errorf("http: bad URL: %v", redactParseErr(err))
+	}
+	red := u.Redacted()
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("http: bad URL %s: scheme must be http or https", red)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("http: bad URL %s: no host", red)
+	}
+	return red, nil
+}
+
+func redactParseErr(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// checkHeader rejects what net/http would reject later with a less
+// helpful error: a name that is not a token, a value with control
+// characters (a stray newline from an environment variable).
+func checkHeader(name, value string) error {
+	if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+		return fmt.Errorf("header %q: invalid name", name)
+	}
+	for _, c := range []byte(value) {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return fmt.Errorf("header %q: value has a control character", name)
+		}
+	}
+	return nil
+}
+
+func isTokenChar(r rune) bool {
+	return r < 0x7f && r > ' ' && !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+}
+
+func (h *HTTP) clock() clock.Clock {
+	if h.Clock == nil {
+		return clock.New()
+	}
+	return h.Clock
+}
+
+func (h *HTTP) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Logger
+}
+
+func (h *HTTP) probeConfig() probeConfig {
+	p := probeConfig{interval: h.ProbeInterval, failures: h.ProbeFailures, timeout: h.ProbeTimeout}
+	if p.interval <= 0 {
+		p.interval = DefaultProbeInterval
+	}
+	if p.failures <= 0 {
+		p.failures = DefaultProbeFailures
+	}
+	if p.timeout <= 0 {
+		p.timeout = DefaultProbeTimeout
+	}
+	return p
+}

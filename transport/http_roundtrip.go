@@ -1,0 +1,184 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+)
+
+// The SDK's request header naming the JSON-RPC method (2026-07-28).
+const mcpMethodHeader = "Mcp-Method"
+
+// genRoundTripper carries every request of one generation. It adds the
+// configured headers, ties each request to the generation (so the
+// teardown can abort it and prove it ended), and watches the event
+// streams: the end of a subscriptions/listen stream that mcpkeep did not
+// cancel means the server dropped the subscription (it restarted, or shut
+// down), which the SDK does not report.
+type genRoundTripper struct {
+	g       *httpGen
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	g := t.g
+	if m, ok := req.Context().Value(probeKey{}).(*probeMark); ok {
+		m.sent.Store(true)
+	}
+	if !g.admit() {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fmt.Errorf("http: %s %s: gen %d is closed", req.Method, g.url, g.n)
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	stop := context.AfterFunc(g.reqCtx, cancel)
+	release := func() { stop(); cancel() }
+	out := req.Clone(ctx)
+	for k, v := range t.headers {
+		if out.Header.Get(k) == "" {
+			out.Header.Set(k, v)
+		}
+	}
+	// Failures are kept for Exit, except the DELETE's: the SDK's Close
+	// sends it after a loss, and its failure would hide the cause.
+	resp, err := t.base.RoundTrip(out)
+	if err != nil {
+		if ctx.Err() == nil && req.Method != http.MethodDelete {
+			g.noteFailure(fmt.Sprintf("%s %s: %v", req.Method, g.url, err))
+		}
+		release()
+		g.inflight.Done()
+		return nil, err
+	}
+	if resp.StatusCode >= 300 && req.Method != http.MethodDelete && !expectedRefusal(req, resp.StatusCode) {
+		g.noteFailure(fmt.Sprintf("%s %s: %s", req.Method, g.url, resp.Status))
+	}
+	b := &trackedBody{rc: resp.Body, g: g, ctx: ctx, release: release,
+		label: fmt.Sprintf("%s %s", req.Method, g.url)}
+	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
+		switch {
+		case req.Method == http.MethodGet:
+			b.kind = standaloneStream
+		case req.Header.Get(mcpMethodHeader) == "subscriptions/listen":
+			b.kind = listenStream
+		}
+	}
+	g.track(b)
+	resp.Body = b
+	return resp, nil
+}
+
+// expectedRefusal: refusals that are part of the protocol, not failures:
+// 405 to the optional standalone GET, and a legacy server rejecting the
+// 2026-07-28 server/discover (the SDK then falls back to initialize).
+func expectedRefusal(req *http.Request, status int) bool {
+	return (req.Method == http.MethodGet && status == http.StatusMethodNotAllowed) ||
+		(status >= 400 && status < 500 && req.Header.Get(mcpMethodHeader) == "server/discover")
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/event-stream"
+}
+
+// admit counts a new request in, unless the generation refuses them.
+// Under the lock, so no request is added once the teardown waits.
+func (g *httpGen) admit() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refuse {
+		return false
+	}
+	g.inflight.Add(1)
+	return true
+}
+
+func (g *httpGen) track(b *trackedBody) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.bodies[b] = struct{}{}
+	switch b.kind {
+	case standaloneStream:
+		g.standalone++
+	case listenStream:
+		g.listens++
+	}
+}
+
+type bodyKind int
+
+const (
+	plainBody bodyKind = iota
+	standaloneStream
+	listenStream
+)
+
+// trackedBody is a response body of the generation.
+type trackedBody struct {
+	rc      io.ReadCloser
+	g       *httpGen
+	kind    bodyKind
+	ctx     context.Context // the request's: done when the client gave it up
+	release func()
+	label   string // method and redacted URL
+
+	endOnce   sync.Once // the stream's end is judged once
+	closeOnce sync.Once
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil {
+		b.ended(err)
+	}
+	return n, err
+}
+
+// Close is idempotent; the teardown may close a body the SDK still reads.
+func (b *trackedBody) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.ended(nil)
+		err = b.rc.Close()
+		b.release()
+		g := b.g
+		g.mu.Lock()
+		delete(g.bodies, b)
+		g.mu.Unlock()
+		g.inflight.Done()
+	})
+	return err
+}
+
+// ended judges the end of an event stream, once: by the server (a read
+// error or EOF while the request was still wanted) or by mcpkeep (Close
+// first, or the request's context done).
+func (b *trackedBody) ended(readErr error) {
+	b.endOnce.Do(func() {
+		g := b.g
+		g.mu.Lock()
+		switch b.kind {
+		case standaloneStream:
+			g.standalone--
+		case listenStream:
+			g.listens--
+		}
+		g.mu.Unlock()
+		if readErr == nil || b.kind == plainBody || b.ctx.Err() != nil {
+			return
+		}
+		what := fmt.Sprintf("%s: event stream ended: %v", b.label, readErr)
+		if b.kind == standaloneStream {
+			// The SDK fails the connection itself (no retries): keep the
+			// cause for Exit.
+			g.noteFailure(what)
+			return
+		}
+		g.endItself("subscriptions/listen " + what + " (the server dropped the subscription)")
+	})
+}
