@@ -118,7 +118,12 @@ func (s *Supervisor) watchSession(g *generation) {
 	defer s.wg.Done()
 	err := g.cs.Wait()
 	if err == nil {
+		// A clean end of the stream says nothing; the transport may know
+		// why (the child's exit status, the HTTP failure).
 		err = errSessionEnded
+		if st := g.tg.Exit().Status; st != "" {
+			err = fmt.Errorf("%w: %s", errSessionEnded, st)
+		}
 	}
 	s.send(message{kind: mSessionEnded, gen: g.n, err: err})
 }
