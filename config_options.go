@@ -23,7 +23,12 @@ func (s ServerConfig) Opener(logger *slog.Logger) (transport.Opener, error) {
 			Server:  s.Name,
 		}, nil
 	case TransportHTTP:
-		return nil, fmt.Errorf("mcpkeep: server %q: url servers are not supported yet (the Streamable HTTP transport is pending)", s.Name)
+		return &transport.HTTP{
+			URL:     s.URL,
+			Headers: cloneMap(s.Headers),
+			Logger:  logger,
+			Server:  s.Name,
+		}, nil
 	}
 	return nil, fmt.Errorf("mcpkeep: server %q: unknown transport %q", s.Name, s.Transport)
 }

@@ -320,3 +320,18 @@ func TestServerConfigOptions(t *testing.T) {
 		t.Errorf("New: %v", err)
 	}
 }
+
+func TestServerConfigHTTPOpener(t *testing.T) {
+	cfg, _, err := ParseConfig([]byte(`{"mcpServers":{"web":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer ${T}"}}}}`), envOf(map[string]string{"T": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := cfg.Servers[0].Opener(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := op.(*transport.HTTP)
+	if !ok || h.URL != "https://example.com/mcp" || h.Headers["Authorization"] != "Bearer ${T}" || h.Server != "web" {
+		t.Errorf("opener %#v", op)
+	}
+}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -396,4 +399,54 @@ func (r pidRecorder) TerminationWindow() time.Duration {
 		return w.TerminationWindow()
 	}
 	return 0
+}
+
+// TestPoolHTTPServer runs a url server from a parsed config against a
+// Streamable HTTP endpoint, headers and all.
+func TestPoolHTTPServer(t *testing.T) {
+	ms := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	mcp.AddTool(ms, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
+	var auth atomic.Value
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		h.ServeHTTP(w, r)
+	}))
+	defer func() {
+		web.Close()
+		for ss := range ms.Sessions() {
+			_ = ss.Close()
+		}
+	}()
+	t.Setenv("MCPKEEP_TEST_TOKEN", "t0ken")
+	raw, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"web": map[string]any{"url": web.URL, "headers": map[string]string{"Authorization": "Bearer ${MCPKEEP_TEST_TOKEN}"}},
+	}})
+	cfg, warns, err := ParseConfig(raw, nil)
+	if err != nil || len(warns) != 0 {
+		t.Fatal(err, warns)
+	}
+	if sc := cfg.Servers[0]; sc.Transport != TransportHTTP || sc.Reconnect.Jitter != 0.5 || sc.Headers["Authorization"] != "Bearer ${MCPKEEP_TEST_TOKEN}" {
+		t.Errorf("server config %+v", sc)
+	}
+	p := NewPool(PoolOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), poolDeadline)
+	defer cancel()
+	if err := p.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Call(ctx, "web__echo", map[string]any{"text": "over http"}, nil)
+	if err != nil || resultText(res) != "over http" {
+		t.Errorf("echo: %q %v", resultText(res), err)
+	}
+	if got, _ := auth.Load().(string); got != "Bearer t0ken" {
+		t.Errorf("Authorization %q, want the expanded header", got)
+	}
+	if err := p.Dispose(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

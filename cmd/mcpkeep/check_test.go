@@ -24,14 +24,15 @@ func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
 	  "mcpServers": {
 	    "files": {"command": "sh", "args": ["-c", "exit"], "env": {"TOKEN": "s3cret"}, "alwaysAllow": []},
 	    "fast":  {"command": "sh", "reconnect": {"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 3}, "waitForReadyMs": 2000},
-	    "off":   {"command": "sh", "disabled": true}
+	    "off":   {"command": "sh", "disabled": true},
+	    "web":   {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer s3cret"}}
 	  }}`)
 	code, out, errOut := runCLI("check", "--config", path)
 	if code != 0 {
 		t.Fatalf("code %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"2 server(s), disabled: off",
+		"3 server(s), disabled: off",
 		"files (mcpServers.files)",
 		"transport   stdio: sh -c exit",
 		"env         TOKEN (values not shown)",
@@ -43,6 +44,10 @@ func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
 		"schedule    100ms, 200ms, 400ms",
 		"gives up    700ms after",
 		"calls       wait up to 2s for a reconnect",
+		"web (mcpServers.web)",
+		"transport   http: https://example.com/mcp",
+		"headers     Authorization (values not shown)",
+		"schedule    500ms, 1s, 2s, 4s, 8s, 16s, 30s ×4 (each wait shortened by up to 50% by jitter)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)

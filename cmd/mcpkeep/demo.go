@@ -60,6 +60,10 @@ type demo struct {
 	fixture func(mode string) (path string, args []string, env map[string]string)
 	out     io.Writer
 	tty     bool
+	// stopWhen, when set, ends the demo early once it returns true after
+	// a transition: tests stop when the story is told, however slow the
+	// machine, instead of guessing a duration.
+	stopWhen func(*demoStatus) bool
 }
 
 // The story, by generation: three healthy runs that crash after uptime
@@ -131,6 +135,9 @@ loop:
 			s.transition(t, sup.State())
 			if t.To == fsm.Exhausted {
 				reconnect = time.After(every)
+			}
+			if d.stopWhen != nil && d.stopWhen(s) {
+				break loop
 			}
 		case <-reconnect:
 			reconnect = nil

@@ -11,21 +11,25 @@ import (
 )
 
 // TestDemoTellsTheWholeStory runs the demo on a short clock (healthy runs
-// of 400 ms) and checks that its summary saw crashes, recoveries, the
-// exhaustion of the crash loop and the manual reconnect.
+// of 400 ms) until the story is told, bounded by the duration, and checks
+// that its summary saw crashes, recoveries, the exhaustion of the crash
+// loop and the manual reconnect.
 func TestDemoTellsTheWholeStory(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	exe := testExe(t)
 	d := &demo{
-		duration: 3500 * time.Millisecond,
+		duration: 30 * time.Second,
 		uptime:   400 * time.Millisecond,
 		fixture: func(mode string) (string, []string, map[string]string) {
 			return exe, []string{"fixture", "--mode", mode}, map[string]string{envCLIChild: "1", "GORACE": "atexit_sleep_ms=0"}
 		},
 		out: &out,
+		stopWhen: func(s *demoStatus) bool {
+			return s.manualSeen // after the exhaustion, after the recoveries
+		},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if code := d.run(ctx); code != 0 {
 		t.Fatalf("exit %d\n%s", code, out.String())
