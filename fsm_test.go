@@ -687,6 +687,31 @@ var raceTable = []raceRow{
 		wantSteps: []string{cEst, eRec, lBack, bRetry, cEst, eLost, lBack, bDisp, dDone},
 	},
 	{
+		race: "R19", name: "a call refused by a closed connection before the loop noticed takes the outage path",
+		run: func(t *testing.T, h *harness, _ error) {
+			release := make(chan struct{})
+			h.sup.send(message{kind: mInspect, probe: func() { <-release }}) // hold the loop
+			h.mem.Gen(1).Kill()
+			synctest.Wait() // the SDK has seen the end; the loop has not
+			errc := make(chan error, 1)
+			go func() { _, err := h.sup.Call(context.Background(), "echo", nil, nil); errc <- err }()
+			synctest.Wait()
+			select {
+			case err := <-errc:
+				t.Fatalf("returned before the loop noticed the loss: %v", err)
+			default:
+			}
+			close(release)
+			h.settle()
+			err := <-errc
+			var nc *NotConnectedError
+			if !errors.As(err, &nc) || (nc.State != fsm.Lost && nc.State != fsm.BackingOff) || errors.Is(err, ErrConnectionLost) {
+				t.Fatalf("call = %v, want a NotConnectedError of the outage (never sent, so not lost)", err)
+			}
+		},
+		wantSteps: []string{cEst, eLost, lBack, bDisp, dDone},
+	},
+	{
 		race: "R20", name: "a registry conflict at sync leaves the previous registrations intact",
 		tools: []string{"echo"},
 		run: func(t *testing.T, h *harness, _ error) {

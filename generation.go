@@ -155,7 +155,11 @@ func (s *Supervisor) closeSession(g *generation) {
 // registration in the generation context's child map): a caller that can
 // never cancel gets the generation's context carrying the caller's values,
 // and any other call registers its cancel func with the generation.
-func (g *generation) call(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+//
+// sent is false when the call certainly never reached the server: the
+// generation had ended, or the SDK refused to send it because the
+// connection had already closed (mcp.ErrConnectionClosed).
+func (g *generation) call(ctx context.Context, server, tool string, args any) (res *mcp.CallToolResult, sent bool, err error) {
 	var cctx context.Context
 	if ctx.Done() == nil {
 		cctx = genValues{Context: g.ctx, values: ctx}
@@ -164,16 +168,19 @@ func (g *generation) call(ctx context.Context, server, tool string, args any) (*
 		id, ok := g.addCall(cancel)
 		if !ok {
 			cancel()
-			return nil, fmt.Errorf("mcpkeep: server %q gen %d: %w", server, g.n, ErrConnectionLost)
+			return nil, false, nil
 		}
 		defer g.removeCall(id, cancel)
 		cctx = c
 	}
-	res, err := g.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err = g.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil && errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil, false, err
+	}
 	if err != nil && ctx.Err() == nil && connectionEnded(g, err) {
 		err = fmt.Errorf("mcpkeep: server %q gen %d: %w: %w", server, g.n, ErrConnectionLost, err)
 	}
-	return res, err
+	return res, true, err
 }
 
 func (g *generation) addCall(cancel context.CancelFunc) (uint64, bool) {
@@ -222,13 +229,10 @@ func (c genValues) Value(key any) any {
 }
 
 // connectionEnded tells a call that failed because its connection ended
-// from one the server answered with an error. The SDK reports the end in
-// more than one shape: a call started after the break wraps
-// mcp.ErrConnectionClosed, while a call pending when the peer died gets the
-// read loop's own error (io.EOF, or a closed pipe).
+// from one the server answered with an error: a call pending when the peer
+// died gets the read loop's own error (io.EOF, or a closed pipe).
 func connectionEnded(g *generation, err error) bool {
 	return g.ctx.Err() != nil ||
-		errors.Is(err, mcp.ErrConnectionClosed) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, os.ErrClosed)
 }

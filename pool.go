@@ -9,11 +9,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
-	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -265,10 +263,7 @@ func (p *Pool) States() []Snapshot {
 // *NotConnectedError naming the server, its state and the next retry;
 // otherwise it waits up to that long for the server to be established (the
 // wait alone is bounded, not the call that follows). Non-nil opts are
-// passed to Supervisor.Call as they are. A call the SDK refused to send
-// because the connection had just ended (mcp.ErrConnectionClosed, before
-// the supervisor noticed) takes the same outage path: it was never
-// delivered, so that is not a replay. A call in flight when its server
+// passed to Supervisor.Call as they are. A call in flight when its server
 // dies fails with ErrConnectionLost and is never replayed.
 func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
 	lk, ok := p.sink.(interface {
@@ -288,75 +283,9 @@ func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOpti
 		return nil, fmt.Errorf("mcpkeep: tool %q: %w (server %q is not running)", public, ErrUnknownTool, server)
 	}
 	if opts == nil && ps.cfg.WaitForReady > 0 {
-		p.waitReady(ctx, ps)
-	}
-	before := ps.sup.State()
-	res, err := ps.sup.Call(ctx, t.Name, args, opts)
-	if err == nil || !errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {
-		return res, err
-	}
-	// The SDK refused to send the call: the connection had already ended,
-	// and the supervisor had not noticed yet (a window of milliseconds).
-	// A call never sent is not replayed by sending it now, so it takes the
-	// outage path instead of failing as lost: once the supervisor has seen
-	// the loss, fail fast with its state, or wait for recovery.
-	p.waitNoticed(ctx, ps, before)
-	if opts == nil && ps.cfg.WaitForReady > 0 {
-		p.waitReady(ctx, ps)
+		opts = &CallOptions{WaitForReady: true, ReadyTimeout: ps.cfg.WaitForReady}
 	}
 	return ps.sup.Call(ctx, t.Name, args, opts)
-}
-
-// noticeBound caps the wait for a supervisor to see a loss that a call
-// already ran into; it sees it in about a millisecond.
-const noticeBound = 2 * time.Second
-
-// waitNoticed waits until ps has left the established generation of
-// before.
-func (p *Pool) waitNoticed(ctx context.Context, ps *poolServer, before Snapshot) {
-	timer := p.clock().Timer(noticeBound)
-	defer timer.Stop()
-	for {
-		changed := ps.sup.Changed()
-		if s := ps.sup.State(); s.State != fsm.Established || s.Gen != before.Gen {
-			return
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (p *Pool) clock() clock.Clock {
-	if p.opts.Clock == nil {
-		return clock.New()
-	}
-	return p.opts.Clock
-}
-
-// waitReady waits until ps is established, has given up, or its
-// waitForReady has passed; the Call that follows reports the outcome.
-func (p *Pool) waitReady(ctx context.Context, ps *poolServer) {
-	timer := p.clock().Timer(ps.cfg.WaitForReady)
-	defer timer.Stop()
-	for {
-		changed := ps.sup.Changed()
-		switch ps.sup.State().State {
-		case fsm.Established, fsm.Exhausted, fsm.Draining, fsm.Disposed:
-			return
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // parallel runs fn on every item at once and joins the errors.
