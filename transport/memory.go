@@ -387,11 +387,13 @@ func (t memTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c := &memConn{g: g, inner: inner, reads: make(chan readResult), done: make(chan struct{})}
+	// The pump is counted before c is published: Terminate may Close c
+	// (and wait for the pump) as soon as it can see it.
+	c.pump.Add(1)
+	go c.readPump()
 	g.mu.Lock()
 	g.conn = c
 	g.mu.Unlock()
-	c.pump.Add(1)
-	go c.readPump()
 	return c, nil
 }
 
