@@ -84,6 +84,8 @@ type serverCheck struct {
 	prev Event
 	// Offsets at which the current timers were armed; -1 when unknown.
 	connectingAt, establishedAt, lostAt, drainingAt time.Duration
+	// reborn marks the first event of a new incarnation of the server.
+	reborn bool
 }
 
 // NewChecker returns a Checker for a trace with header h.
@@ -120,9 +122,17 @@ func (c *Checker) Add(e Event) error {
 			s.connectingAt = 0
 		}
 	}
+	if s.Events > 0 && s.m.State() == fsm.Disposed && e.Gen == 1 {
+		// A new supervisor of the same name (a reload replaced a changed
+		// server): a new incarnation, starting again at gen 1. Its Start
+		// is not a transition; the old one's disposal bounds it below.
+		s = &serverCheck{ServerSummary: s.ServerSummary, cfg: s.cfg, m: fsm.NewAt(e.From), prev: s.prev,
+			connectingAt: s.prev.Offset, establishedAt: -1, lostAt: -1, drainingAt: -1, reborn: true}
+	}
 	if err := c.check(s, e); err != nil {
 		return err
 	}
+	s.reborn = false
 	c.servers[e.Server] = s
 	c.n++
 	c.last = max(c.last, e.Offset)
@@ -178,7 +188,7 @@ func (c *Checker) check(s *serverCheck, e Event) error {
 		return fmt.Errorf("%w: gen 0", ErrInvariant)
 	}
 	entering := e.To == fsm.Connecting && e.From != fsm.Connecting
-	if !first {
+	if !first && !s.reborn {
 		switch {
 		case e.Gen < prev.Gen:
 			return fmt.Errorf("%w: gen goes backwards from %d to %d", ErrInvariant, prev.Gen, e.Gen)

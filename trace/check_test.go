@@ -249,3 +249,24 @@ func TestWriterErrorSticks(t *testing.T) {
 		t.Errorf("the writer was written to after the error")
 	}
 }
+
+// A reload that replaces a changed server disposes the old supervisor and
+// starts a new one of the same name at gen 1: a new incarnation, checked
+// afresh. Anything else after disposed stays illegal.
+func TestCheckReloadIncarnation(t *testing.T) {
+	reborn := append(append([]string(nil), good...),
+		ev(95000, 1, "connected", "connecting", "established", 0, ""),
+		ev(96000, 1, "dispose", "established", "draining", 0, ""),
+		ev(96000, 1, "drained", "draining", "disposed", 0, ""))
+	if err := trace.Check(strings.NewReader(join(reborn...))); err != nil {
+		t.Fatalf("a reloaded server's new incarnation: %v", err)
+	}
+	stale := append(append([]string(nil), good...), ev(95000, 7, "connected", "connecting", "established", 0, ""))
+	if err := trace.Check(strings.NewReader(join(stale...))); !errors.Is(err, trace.ErrAfterDisposed) {
+		t.Fatalf("gen 7 after disposed: %v, want ErrAfterDisposed", err)
+	}
+	back := append(append([]string(nil), good...), ev(80000, 1, "connected", "connecting", "established", 0, ""))
+	if err := trace.Check(strings.NewReader(join(back...))); !errors.Is(err, trace.ErrTimeBackwards) {
+		t.Fatalf("a new incarnation before the old one's disposal: %v, want ErrTimeBackwards", err)
+	}
+}
