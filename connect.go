@@ -138,11 +138,7 @@ func (s *Supervisor) onFailed(g *generation, err error) {
 		return
 	}
 	g.failed = true
-	s.lastErr = err
-	s.log(slog.LevelWarn, "connection failed", g, s.lossAttrs(g, err)...)
-	s.endGen(g)
-	s.lostGen = g
-	s.emit(t, g, err)
+	s.enterLost(t, g, err)
 	s.activationDone(err)
 	if g.activation && s.opts.FailOnStartupError {
 		s.onDispose()
@@ -157,12 +153,22 @@ func (s *Supervisor) onLost(g *generation, err error) {
 	if !ok {
 		return
 	}
+	s.enterLost(t, g, err)
+	s.checkBarrier(g)
+}
+
+// enterLost performs the effects of entering lost: record why, log the
+// row's declared message (connection failed, connection lost; a manual
+// reconnect logs none), and start g's teardown. Released follows at g's
+// close barrier.
+func (s *Supervisor) enterLost(t fsm.Transition, g *generation, err error) {
 	s.lastErr = err
-	s.log(slog.LevelWarn, "connection lost", g, s.lossAttrs(g, err)...)
+	if t.Log != "" {
+		s.log(slog.LevelWarn, t.Log, g, s.lossAttrs(g, err)...)
+	}
 	s.endGen(g)
 	s.lostGen = g
 	s.emit(t, g, err)
-	s.checkBarrier(g)
 }
 
 func (s *Supervisor) lossAttrs(g *generation, err error) []slog.Attr {

@@ -60,10 +60,7 @@ func (s *Supervisor) onReconnect() error {
 		// An operator's restart is not a failure: the budget starts over.
 		g := s.cur
 		s.budget.Reset()
-		s.lastErr = errManualReconnect
-		s.endGen(g)
-		s.lostGen = g
-		s.emit(t, g, errManualReconnect)
+		s.enterLost(t, g, errManualReconnect)
 		s.checkBarrier(g)
 	case fsm.BackingOff:
 		stopTimer(&s.retryTimer)
