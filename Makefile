@@ -30,9 +30,10 @@ lint:
 diagram:
 	$(GO) run ./cmd/mcpkeep diagram -o diagrams
 
-# Placeholder until the benchmark suite lands.
+# The benchmark suite (internal/benchsuite): each figure beside its
+# comparison, measured in one run; prints the table, writes docs/benchmarks.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./internal/benchsuite/cmd/benchsuite -o docs/benchmarks.md
 
 demo:
 	$(GO) run ./cmd/mcpkeep demo

@@ -1,0 +1,164 @@
+package benchsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// callEnv is a direct session and a supervisor over the same kind of
+// in-memory server (transport.Memory, tool echo), as in call_bench_test.go.
+type callEnv struct {
+	cs    *mcp.ClientSession
+	g     transport.Generation
+	s     *mcpkeep.Supervisor
+	close func()
+}
+
+func newCallEnv(ctx context.Context) (*callEnv, error) {
+	g, err := transport.NewMemory("echo").Open(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := newClient().Connect(ctx, g.Transport(), nil)
+	if err != nil {
+		g.Terminate()
+		return nil, err
+	}
+	// Like the supervisor (and any host), list the tools first: the SDK
+	// then knows the tools' schemas, which changes a call's cost.
+	if _, err := listAll(ctx, cs); err != nil {
+		cs.Close()
+		g.Terminate()
+		return nil, err
+	}
+	s, err := mcpkeep.New(mcpkeep.Options{Name: "bench", Opener: transport.NewMemory("echo")})
+	if err == nil {
+		err = s.Start(ctx)
+	}
+	if err != nil {
+		cs.Close()
+		g.Terminate()
+		return nil, err
+	}
+	e := &callEnv{cs: cs, g: g, s: s}
+	e.close = func() {
+		cs.Close()
+		g.Terminate()
+		<-g.Gone()
+		dctx, cancel := within(context.Background())
+		defer cancel()
+		_ = s.Dispose(dctx)
+	}
+	return e, nil
+}
+
+var echoArgs = map[string]any{"text": "x"}
+
+// benchDirect is ClientSession.CallTool.
+func (e *callEnv) benchDirect(ctx context.Context, errp *error) func(*testing.B) {
+	return func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoArgs}); err != nil {
+				*errp = err
+				return
+			}
+		}
+	}
+}
+
+// benchSupervised is Supervisor.Call.
+func (e *callEnv) benchSupervised(ctx context.Context, errp *error) func(*testing.B) {
+	return func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.s.Call(ctx, "echo", echoArgs, nil); err != nil {
+				*errp = err
+				return
+			}
+		}
+	}
+}
+
+// benchFigures sum up the rounds of one benchmark.
+type benchFigures struct {
+	nsPerOp     float64 // of the median round
+	nsMin       float64 // of the fastest round
+	nsMax       float64 // of the slowest round
+	allocsPerOp float64 // over all rounds
+	bytesPerOp  float64 // over all rounds
+}
+
+// median takes the median round's ns/op, and allocations and bytes over
+// all rounds' iterations (testing truncates per round; a fraction shows
+// allocations that happen on some calls only).
+func median(rs []testing.BenchmarkResult) benchFigures {
+	ns := make([]float64, len(rs))
+	var n, allocs, bytes float64
+	for i, r := range rs {
+		ns[i] = float64(r.T.Nanoseconds()) / float64(r.N)
+		n, allocs, bytes = n+float64(r.N), allocs+float64(r.MemAllocs), bytes+float64(r.MemBytes)
+	}
+	slices.Sort(ns)
+	return benchFigures{nsPerOp: ns[len(ns)/2], nsMin: ns[0], nsMax: ns[len(ns)-1], allocsPerOp: allocs / n, bytesPerOp: bytes / n}
+}
+
+// pair runs a and b alternately for rounds (ABBA, so neither always goes
+// first) and returns their medians.
+func pair(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigures, err error) {
+	var ra, rb []testing.BenchmarkResult
+	for i := range rounds {
+		var x, y testing.BenchmarkResult
+		if i%2 == 0 {
+			x, y = testing.Benchmark(a), testing.Benchmark(b)
+		} else {
+			y, x = testing.Benchmark(b), testing.Benchmark(a)
+		}
+		if *errp != nil {
+			return fa, fb, *errp
+		}
+		if x.N == 0 || y.N == 0 {
+			return fa, fb, errors.New("a benchmark failed")
+		}
+		ra, rb = append(ra, x), append(rb, y)
+	}
+	return median(ra), median(rb), nil
+}
+
+type callResult struct {
+	name               string // caller context variant
+	direct, supervised benchFigures
+}
+
+// runCalls is section 3: for a background and a cancellable caller
+// context, supervised Call beside direct CallTool, alternating rounds.
+func runCalls(ctx context.Context, cfg Config) ([]callResult, error) {
+	e, err := newCallEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out []callResult
+	for _, v := range []struct {
+		name string
+		ctx  context.Context
+	}{{"background", context.Background()}, {"cancellable", cancellable}} {
+		var err error
+		d, s, perr := pair(cfg.Rounds, e.benchDirect(v.ctx, &err), e.benchSupervised(v.ctx, &err), &err)
+		if perr != nil {
+			return nil, fmt.Errorf("%s: %w", v.name, perr)
+		}
+		out = append(out, callResult{v.name, d, s})
+		cfg.progress("  call overhead, %s caller context: done", v.name)
+	}
+	return out, nil
+}

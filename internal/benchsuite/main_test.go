@@ -1,0 +1,14 @@
+package benchsuite
+
+import (
+	"testing"
+
+	"github.com/mcpkeep/mcpkeep/internal/fixture"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as the fixture server (re-exec pattern).
+	fixture.RunIfChild()
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,176 @@
+package benchsuite
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	lfsm "github.com/looplab/fsm"
+	"github.com/mcpkeep/mcpkeep/fsm"
+)
+
+func TestPercentile(t *testing.T) {
+	var d durations
+	for i := 1; i <= 200; i++ {
+		d = append(d, time.Duration(201-i)*time.Millisecond) // unsorted
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 100 * time.Millisecond}, {99, 198 * time.Millisecond}, {100, 200 * time.Millisecond}, {0.1, time.Millisecond}} {
+		if got := d.pct(c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if d[0] != 200*time.Millisecond {
+		t.Error("pct sorted its receiver")
+	}
+	if got := (durations{}).pct(50); got != 0 {
+		t.Errorf("empty p50 = %v", got)
+	}
+}
+
+func TestMaxInWindow(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms ...int) []time.Time {
+		var ts []time.Time
+		for _, m := range ms {
+			ts = append(ts, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return ts
+	}
+	for _, c := range []struct {
+		ts   []time.Time
+		want int
+	}{
+		{nil, 0},
+		{at(0), 1},
+		{at(0, 99, 100), 2}, // half-open window: 100 is outside [0, 100)
+		{at(500, 0, 50, 120, 130, 140), 4},
+		{at(0, 0, 0), 3},
+	} {
+		if got := maxInWindow(c.ts, 100*time.Millisecond); got != c.want {
+			t.Errorf("maxInWindow(%v) = %d, want %d", c.ts, got, c.want)
+		}
+	}
+	if got := span(at(30, 10, 20)); got != 20*time.Millisecond {
+		t.Errorf("span = %v", got)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		850 * time.Microsecond:  "850 µs",
+		1500 * time.Microsecond: "1.50 ms",
+		250 * time.Millisecond:  "250 ms",
+		12 * time.Second:        "12.0 s",
+		-2 * time.Millisecond:   "-2.00 ms",
+	} {
+		if got := fmtDur(d); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := fmtBytes(-1536); got != "-1.5 KiB" {
+		t.Errorf("fmtBytes = %q", got)
+	}
+	if got := fmtRatio(1, 0); got != "—" {
+		t.Errorf("fmtRatio by zero = %q", got)
+	}
+}
+
+func TestReportMarkdown(t *testing.T) {
+	rep := &Report{Machine: Machine{CPU: "cpu", Cores: 2, Go: "go", OS: "os", Date: time.Unix(0, 0)}, Wall: time.Minute}
+	rep.add(Row{Section: "s", Metric: "a|b", Mcpkeep: "1", Verdict: OK})
+	rep.add(Row{Section: "s", Metric: "m", Mcpkeep: "2", Target: "≤ 1", Verdict: Missed, Reason: "too slow"})
+	rep.note("s", "how")
+	var md, txt bytes.Buffer
+	rep.WriteMarkdown(&md)
+	rep.WriteText(&txt)
+	for _, want := range []string{`a\|b`, "MISSED: too slow", "**1 target(s) missed**", "- **s**: how", "| cores | 2 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if !strings.Contains(txt.String(), "1 target(s) missed") {
+		t.Errorf("text lacks the misses:\n%s", txt.String())
+	}
+}
+
+// The raw looplab baseline walks the same table the same way as Fire.
+func TestLooplabEquivalent(t *testing.T) {
+	steps, err := looplabSteps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf := lfsm.NewFSM(fsm.Initial.String(), looplabEvents(), nil)
+	m := fsm.New()
+	for range 2 {
+		for i, name := range steps {
+			c := fsmCycle[i]
+			_, ferr := m.Fire(c.ev, c.f)
+			if name == "" {
+				if ferr == nil {
+					t.Fatalf("step %d: Fire accepted a step the baseline drops", i)
+				}
+				continue
+			}
+			if err := lf.Event(context.Background(), name); err != nil {
+				if _, ok := err.(lfsm.NoTransitionError); !ok {
+					t.Fatalf("step %d (%s): %v", i, name, err)
+				}
+			}
+			if ferr != nil || lf.Current() != m.State().String() {
+				t.Fatalf("step %d: looplab in %s, Fire in %s (%v)", i, lf.Current(), m.State(), ferr)
+			}
+		}
+	}
+}
+
+// A small run of the in-memory sections.
+func TestSmokeMemory(t *testing.T) {
+	cfg := Config{MemCycles: 30, Supervisors: 5, ScaleDelay: 20 * time.Millisecond}
+	ms, err := runMemSoak(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms.overlaps != 0 || ms.opens != ms.warmup+ms.cycles+1 {
+		t.Errorf("opens %d, overlaps %d", ms.opens, ms.overlaps)
+	}
+	sc, err := runScale(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sc.runs {
+		if len(r.arrivals) != 5 || len(r.scheduled) != 5 || r.cpu <= 0 {
+			t.Errorf("jitter %.1f: %d arrivals, %d scheduled, cpu %v", r.jitter, len(r.arrivals), len(r.scheduled), r.cpu)
+		}
+	}
+}
+
+// A small run of the real-process sections: the test binary is the
+// fixture (main_test.go).
+func TestSmokeProcesses(t *testing.T) {
+	cfg := Config{Crashes: 2, SDKGrandchildSamples: 1, SDKGrandchildCap: 100 * time.Millisecond, ProcCycles: 3}
+	sr, err := runStdio(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sr.plain) != 2 || len(sr.grand) != 2 || len(sr.sdkPlain) != 2 || sr.sdkGrandCaps != 1 {
+		t.Errorf("samples: %d plain, %d grandchild, %d CommandTransport, %d capped", len(sr.plain), len(sr.grand), len(sr.sdkPlain), sr.sdkGrandCaps)
+	}
+	for _, s := range sr.plain {
+		if !(0 < s.exit && s.exit < s.lost && s.lost <= s.backingOff && s.backingOff+retryDelay <= s.openStart &&
+			s.openStart < s.openEnd && s.openEnd < s.established && s.established <= s.callOK) {
+			t.Errorf("phases out of order: %+v", s)
+		}
+	}
+	ps, err := runProcSoak(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.overlaps != 0 || ps.ctlOver == 0 || ps.fdAfter > ps.fdBefore || ps.chAfter+ps.zAfter > ps.chBefore+ps.zBefore {
+		t.Errorf("process soak: %+v", *ps)
+	}
+}
