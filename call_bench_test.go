@@ -32,7 +32,9 @@ func benchCall(b *testing.B, ctx context.Context) {
 		}
 		// The same client configuration as the supervisor's: a list_changed
 		// handler makes the SDK hold a subscriptions/listen stream open.
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+		// The supervisor's own client identity too: the server decodes it
+		// from every request, and its length changes the allocations.
+		c := mcp.NewClient(&mcp.Implementation{Name: "mcpkeep", Version: Version}, &mcp.ClientOptions{
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
 		})
 		cs, err := c.Connect(context.Background(), g.Transport(), nil)

@@ -24,6 +24,9 @@ type compiledTable struct {
 	events lfsm.Events
 	// rows maps int(state)*len(Events)+int(event) to Table indexes.
 	rows [][]int
+	// names holds each row's looplab event name, built once so that Fire
+	// does not build a string per step.
+	names []string
 }
 
 // looplabName keeps guarded rows of one (from, event) distinct for looplab,
@@ -43,6 +46,7 @@ func compile() compiledTable {
 			Src:  []string{t.From.String()},
 			Dst:  t.To.String(),
 		})
+		c.names = append(c.names, looplabName(t))
 		k := int(t.From)*len(Events) + int(t.Event)
 		c.rows[k] = append(c.rows[k], i)
 	}
@@ -67,20 +71,19 @@ func (m *Machine) State() State { return m.state }
 // An event that does not apply returns an *EventError matching
 // ErrNotDeclared or ErrGuardRejected and leaves the state unchanged.
 func (m *Machine) Fire(ev Event, facts Facts) (Transition, error) {
-	t, err := Resolve(m.state, ev, facts)
+	i, err := resolve(m.state, ev, facts)
 	if err != nil {
 		return Transition{}, err
 	}
+	t := Table[i]
 	// context.Background: looplab wedges forever on a cancelled context
 	// (anchors §3.1.3), and this machine has no callbacks to cancel.
-	lerr := m.lf.Event(context.Background(), looplabName(t))
-	var noTrans lfsm.NoTransitionError
-	switch {
-	case lerr == nil:
-	case t.Internal && errors.As(lerr, &noTrans):
+	if lerr := m.lf.Event(context.Background(), compiled.names[i]); lerr != nil {
+		var noTrans lfsm.NoTransitionError
+		if !t.Internal || !errors.As(lerr, &noTrans) {
+			return Transition{}, fmt.Errorf("fsm: looplab disagrees with the declaration on %s/%s: %w", m.state, ev, lerr)
+		}
 		// A self-transition; looplab reports it as an error by design.
-	default:
-		return Transition{}, fmt.Errorf("fsm: looplab disagrees with the declaration on %s/%s: %w", m.state, ev, lerr)
 	}
 	m.state = t.To
 	return t, nil
@@ -89,26 +92,35 @@ func (m *Machine) Fire(ev Event, facts Facts) (Transition, error) {
 // Resolve picks the row of (from, ev) whose guard holds for facts without
 // firing anything: it is the pure decision the Machine applies.
 func Resolve(from State, ev Event, facts Facts) (Transition, error) {
+	i, err := resolve(from, ev, facts)
+	if err != nil {
+		return Transition{}, err
+	}
+	return Table[i], nil
+}
+
+// resolve is Resolve returning the row's index in Table.
+func resolve(from State, ev Event, facts Facts) (int, error) {
 	if int(from) >= len(States) || int(ev) >= len(Events) {
-		return Transition{}, &EventError{State: from, Event: ev, Facts: facts, Err: ErrNotDeclared}
+		return -1, &EventError{State: from, Event: ev, Facts: facts, Err: ErrNotDeclared}
 	}
 	idx := compiled.rows[int(from)*len(Events)+int(ev)]
 	if len(idx) == 0 {
-		return Transition{}, &EventError{State: from, Event: ev, Facts: facts, Err: ErrNotDeclared}
+		return -1, &EventError{State: from, Event: ev, Facts: facts, Err: ErrNotDeclared}
 	}
 	found := -1
 	for _, i := range idx {
 		if Table[i].Guard.Holds(facts) {
 			if found >= 0 {
-				return Transition{}, &EventError{State: from, Event: ev, Facts: facts, Err: ErrAmbiguous}
+				return -1, &EventError{State: from, Event: ev, Facts: facts, Err: ErrAmbiguous}
 			}
 			found = i
 		}
 	}
 	if found < 0 {
-		return Transition{}, &EventError{State: from, Event: ev, Facts: facts, Err: ErrGuardRejected}
+		return -1, &EventError{State: from, Event: ev, Facts: facts, Err: ErrGuardRejected}
 	}
-	return Table[found], nil
+	return found, nil
 }
 
 // Can reports whether ev is declared in the current state (regardless of guards).
