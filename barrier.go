@@ -15,6 +15,9 @@ func (s *Supervisor) endGen(g *generation) {
 		return
 	}
 	g.ending = true
+	// Publish the state that ends g before g's context is cancelled: a
+	// caller woken by the cancellation must not read the old snapshot.
+	s.publish()
 	if s.live.Load() == g {
 		s.live.Store(nil)
 	}

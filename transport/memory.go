@@ -144,7 +144,7 @@ func (m *Memory) Open(ctx context.Context, gen uint64) (Generation, error) {
 			}
 		}()
 	} else {
-		ss, err := g.server.Connect(ctx, st, nil)
+		ss, err := g.server.Connect(ctx, serverSide{st, g}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -193,10 +193,11 @@ type MemGen struct {
 	goneClosed bool
 	gone       chan struct{}
 	closeTimer *clock.Timer
-	listGate   chan struct{} // tools/list waits for it; closed = open
-	lists      int           // tools/list requests served or in progress
-	listing    int           // in progress now
-	maxListing int           // most in progress at once
+	serverConn mcp.Connection // the server's side of the pipe
+	listGate   chan struct{}  // tools/list waits for it; closed = open
+	lists      int            // tools/list requests served or in progress
+	listing    int            // in progress now
+	maxListing int            // most in progress at once
 }
 
 // countLists is server middleware: it counts tools/list requests, tracks
@@ -288,7 +289,18 @@ func (g *MemGen) NotifyToolsChanged() {
 }
 
 // Kill closes the server side: the client sees the connection end.
+//
+// The server's connection is closed before its session: go-sdk v1.8.0's
+// ServerSession.Close can wait forever for a subscriptions/listen handler
+// that arrived just before it but was not yet registered for
+// cancellation, while a failed read cancels every in-flight handler.
 func (g *MemGen) Kill() {
+	g.mu.Lock()
+	sc := g.serverConn
+	g.mu.Unlock()
+	if sc != nil {
+		_ = sc.Close()
+	}
 	if g.session != nil {
 		_ = g.session.Close()
 	}
@@ -458,3 +470,20 @@ func (c *memConn) Close() error {
 }
 
 func (c *memConn) SessionID() string { return "" }
+
+// serverSide records the server's connection (unwrapped: the SDK relies on
+// its optional interfaces) so Kill can close it under the session.
+type serverSide struct {
+	inner mcp.Transport
+	g     *MemGen
+}
+
+func (t serverSide) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err == nil {
+		t.g.mu.Lock()
+		t.g.serverConn = c
+		t.g.mu.Unlock()
+	}
+	return c, err
+}
