@@ -2,28 +2,30 @@ module github.com/mcpkeep/mcpkeep
 
 go 1.25.0
 
-require github.com/modelcontextprotocol/go-sdk v1.8.0
+require (
+	github.com/benbjohnson/clock v1.3.5
+	github.com/goccy/go-graphviz v0.2.10
+	github.com/google/go-cmp v0.7.0
+	github.com/looplab/fsm v1.0.3
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	go.uber.org/goleak v1.3.0
+	pgregory.net/rapid v1.3.0
+)
 
 require (
-	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/disintegration/imaging v1.6.2 // indirect
 	github.com/flopp/go-findfont v0.1.0 // indirect
 	github.com/fogleman/gg v1.3.0 // indirect
-	github.com/goccy/go-graphviz v0.2.10 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
-	github.com/looplab/fsm v1.0.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/tetratelabs/wazero v1.10.1 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/image v0.21.0 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/text v0.19.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 )
