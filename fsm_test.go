@@ -715,13 +715,7 @@ var raceTable = []raceRow{
 		race: "R20", name: "a registry conflict at sync leaves the previous registrations intact",
 		tools: []string{"echo"},
 		run: func(t *testing.T, h *harness, _ error) {
-			// Server "srv_" owns "srv___x"; our "_x" would map to the same name.
-			if err := h.set.Reserve("srv_"); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.set.Replace("srv_", 1, []tools.Tool{{PublicName: "srv___x", Name: "x", InputSchema: []byte(`{"type":"object"}`)}}); err != nil {
-				t.Fatal(err)
-			}
+			claimOtherServer(t, h)
 			g := h.mem.Gen(1)
 			g.AddTool("_x")
 			g.NotifyToolsChanged()
@@ -746,12 +740,7 @@ var raceTable = []raceRow{
 		opts:    func(o *Options) { o.FailOnStartupError = true },
 		noStart: true,
 		run: func(t *testing.T, h *harness, _ error) {
-			if err := h.set.Reserve("srv_"); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.set.Replace("srv_", 1, []tools.Tool{{PublicName: "srv___x", Name: "x", InputSchema: []byte(`{"type":"object"}`)}}); err != nil {
-				t.Fatal(err)
-			}
+			claimOtherServer(t, h)
 			err := h.sup.Start(context.Background())
 			h.settle()
 			if !errors.Is(err, tools.ErrConflict) {
@@ -827,4 +816,16 @@ func collapseRuns(s []string) []string {
 		}
 	}
 	return out
+}
+
+// claimOtherServer registers server "srv_" owning "srv___x", the public
+// name our server's tool "_x" would also map to (R20).
+func claimOtherServer(t *testing.T, h *harness) {
+	t.Helper()
+	if err := h.set.Reserve("srv_"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.set.Replace("srv_", 1, []tools.Tool{{PublicName: "srv___x", Name: "x", InputSchema: []byte(`{"type":"object"}`)}}); err != nil {
+		t.Fatal(err)
+	}
 }
