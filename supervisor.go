@@ -46,7 +46,7 @@ type Supervisor struct {
 	budget     *backoff.Budget
 	cur        *generation
 	lostGen    *generation            // the generation Lost waits on
-	gens       map[uint64]*generation // every generation whose barrier is not complete, and cur
+	gens       map[uint64]*generation // every generation whose close barrier is not complete
 	nextGen    uint64
 	retryTimer *clock.Timer
 	retrySeq   uint64
