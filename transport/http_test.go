@@ -221,20 +221,7 @@ func TestHTTPStatelessRestartEndsTheSubscription(t *testing.T) {
 // subscription stream to prove the server did not restart.
 func TestHTTPProbeFailureThenSuccessRenews(t *testing.T) {
 	web := startWeb(t, true, false)
-	failNext := make(chan struct{}, 1)
-	failNext <- struct{}{}
-	web.setHook(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Header.Get("Mcp-Method") != "tools/list" {
-			return false
-		}
-		select {
-		case <-failNext:
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return true
-		default:
-			return false
-		}
-	})
+	failNextList(web)
 	c := connectWeb(t, &transport.HTTP{URL: web.URL(), ProbeInterval: 20 * time.Millisecond, ProbeFailures: 3}, 1)
 	c.waitEnded(t, time.Now())
 	if st := c.g.Exit().Status; !strings.Contains(st, "answered again after 1 failed probe") {
@@ -246,20 +233,7 @@ func TestHTTPProbeFailureThenSuccessRenews(t *testing.T) {
 // not a restart: the generation stays.
 func TestHTTPProbeBlipWithSubscriptionIsAbsorbed(t *testing.T) {
 	web := startWeb(t, true, true)
-	failNext := make(chan struct{}, 1)
-	failNext <- struct{}{}
-	web.setHook(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Header.Get("Mcp-Method") != "tools/list" {
-			return false
-		}
-		select {
-		case <-failNext:
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return true
-		default:
-			return false
-		}
-	})
+	failNextList(web)
 	c := connectWeb(t, &transport.HTTP{URL: web.URL(), ProbeInterval: 20 * time.Millisecond, ProbeFailures: 3}, 1)
 	// The failed probe, then three good ones.
 	web.waitUntil(t, func() bool { return web.count(isCall("tools/list")) >= 4 })
@@ -405,4 +379,23 @@ func TestHTTPPinnedLegacySessionlessIsProbed(t *testing.T) {
 	if st := c.g.Exit().Status; !strings.Contains(st, "health probe: 2 consecutive failures") {
 		t.Errorf("Exit().Status = %q", st)
 	}
+}
+
+// failNextList makes the server answer the next tools/list (a probe) with
+// 503, once.
+func failNextList(web *webServer) {
+	failNext := make(chan struct{}, 1)
+	failNext <- struct{}{}
+	web.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Mcp-Method") != "tools/list" {
+			return false
+		}
+		select {
+		case <-failNext:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		default:
+			return false
+		}
+	})
 }
