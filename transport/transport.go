@@ -66,3 +66,16 @@ type SessionOptioner interface {
 type SessionAware interface {
 	Established(cs *mcp.ClientSession)
 }
+
+// Aborter is an optional interface of a Generation whose teardown has a
+// courtesy step for a server that was serving (for stdio: closing stdin and
+// waiting StdinGrace). The supervisor calls Abort instead of Terminate for
+// a generation that was never established (connect timeout, garbage on
+// stdout, failed initialize): a server that never served has nothing to
+// finish, so it is signalled at once (for stdio: SIGTERM to the group, then
+// SIGKILL after TermGrace). Like Terminate it does not block, may be called
+// many times and concurrently (also after Terminate), and Gone reports the
+// end.
+type Aborter interface {
+	Abort()
+}
