@@ -23,7 +23,8 @@ var (
 	// MaxSchemaBytes. See *LimitError.
 	ErrLimit = errors.New("tool limit exceeded")
 	// ErrInvalidName: an empty server name, a duplicate original tool name,
-	// or public names that are invalid or not unique. See *NameError.
+	// or public names that are invalid or not unique (see *NameError); a
+	// server name that CheckServerName refuses (see *ServerNameError).
 	ErrInvalidName = errors.New("invalid tool name")
 )
 

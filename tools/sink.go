@@ -54,3 +54,12 @@ type Change struct {
 	// It is shared by all subscribers: read-only.
 	Tools []Tool
 }
+
+// A Lookuper resolves a public name to the server that registered it and
+// the tool's definition (with its original name). Set is one;
+// mcpkeep.Pool.Call needs its Sink to be one.
+type Lookuper interface {
+	Lookup(public string) (server string, t Tool, ok bool)
+}
+
+var _ Lookuper = (*Set)(nil)

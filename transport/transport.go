@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -79,3 +80,16 @@ type SessionAware interface {
 type Aborter interface {
 	Abort()
 }
+
+// TerminationWindower is an optional interface of an Opener whose
+// generations need a particular bound on their close barrier (for stdio:
+// the stdin grace, SIGTERM grace and reaping). A supervisor whose Options
+// set no TerminationWindow takes this one when it is positive.
+type TerminationWindower interface {
+	TerminationWindow() time.Duration
+}
+
+var (
+	_ TerminationWindower = (*Stdio)(nil)
+	_ TerminationWindower = (*HTTP)(nil)
+)
