@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,7 +55,7 @@ func ExampleSupervisor() {
 // a host leaves it nil.
 func ExamplePool() {
 	ctx := context.Background()
-	cfg, warnings, err := mcpkeep.ParseConfig([]byte(`{
+	cfg, warnings, err := config.Parse([]byte(`{
 	  "reconnect": {"initialDelayMs": 100, "maxAttempts": 3},
 	  "mcpServers": {
 	    "notes":  {"command": "notes-server", "alwaysAllow": ["read"]},
@@ -69,7 +70,7 @@ func ExamplePool() {
 		fmt.Println("warning:", w)
 	}
 	pool := mcpkeep.NewPool(mcpkeep.PoolOptions{
-		Opener: func(mcpkeep.ServerConfig) (transport.Opener, error) { return transport.NewMemory("echo"), nil },
+		Opener: func(config.Server) (transport.Opener, error) { return transport.NewMemory("echo"), nil },
 	})
 	defer pool.Dispose(ctx)
 	if err := pool.Apply(ctx, cfg); err != nil {
@@ -90,15 +91,4 @@ func ExamplePool() {
 	// notes__echo
 	// search__echo
 	// found
-}
-
-// Every config error names its JSON path and the rule it breaks.
-func ExampleParseConfig_error() {
-	_, _, err := mcpkeep.ParseConfig([]byte(`{"mcpServers": {"files": {
-	  "command": "npx",
-	  "reconnect": {"initialDelayMs": 5000, "maxDelayMs": 1000}
-	}}}`), nil)
-	fmt.Println(err)
-	// Output:
-	// mcpServers.files.reconnect.maxDelayMs: must be >= initialDelayMs (5s), got 1000 (1s)
 }

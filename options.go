@@ -8,21 +8,22 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Defaults (DESIGN §5, §6).
-const (
-	DefaultConnectTimeout    = 30 * time.Second
-	DefaultTerminationWindow = 10 * time.Second
-)
+// DefaultTerminationWindow bounds a close barrier when neither Options
+// nor the Opener set one (DESIGN §6). The default connect timeout is
+// config.DefaultConnectTimeout.
+const DefaultTerminationWindow = 10 * time.Second
 
 // Options configure one Supervisor. Only Name and Opener are required.
 type Options struct {
 	// Name is the server's name: the prefix of its public tool names and
-	// the "server" attribute of its logs. It must satisfy tools.ValidName.
+	// the "server" attribute of its logs. It must satisfy
+	// tools.CheckServerName (no two servers can then produce one public name).
 	Name string
 	// Opener yields one fresh transport per generation.
 	Opener transport.Opener
@@ -30,11 +31,11 @@ type Options struct {
 	// It is resolved at New: a bad policy is an error naming the field.
 	Policy backoff.Policy
 	// ConnectTimeout bounds spawn + handshake + initial tools/list
-	// (default 30 s).
+	// (default config.DefaultConnectTimeout, 30 s).
 	ConnectTimeout time.Duration
 	// TerminationWindow bounds a generation's close barrier; past it the
 	// supervisor fails closed (stuck). Zero takes the Opener's own window
-	// when it has one (TerminationWindow() time.Duration), else 10 s.
+	// when it has one (transport.TerminationWindower), else 10 s.
 	TerminationWindow time.Duration
 	// FailOnStartupError makes Start return the activation attempt's error
 	// (and dispose the supervisor) instead of retrying in the background.
@@ -67,8 +68,8 @@ type resolved struct {
 
 func (o Options) resolve() (resolved, error) {
 	r := resolved{Options: o}
-	if !tools.ValidName(o.Name) || len(o.Name) > 32 {
-		return r, &OptionError{Field: "name", Rule: "must be 1-32 characters of [A-Za-z0-9_-], got " + quote(o.Name)}
+	if err := tools.CheckServerName(o.Name); err != nil {
+		return r, &OptionError{Field: "name", Err: err}
 	}
 	if o.Opener == nil {
 		return r, &OptionError{Field: "opener", Rule: "is required"}
@@ -86,14 +87,14 @@ func (o Options) resolve() (resolved, error) {
 	case o.ConnectTimeout < 0:
 		return r, &OptionError{Field: "connectTimeout", Rule: "must be > 0, got " + o.ConnectTimeout.String()}
 	case o.ConnectTimeout == 0:
-		r.ConnectTimeout = DefaultConnectTimeout
+		r.ConnectTimeout = config.DefaultConnectTimeout
 	}
 	switch {
 	case o.TerminationWindow < 0:
 		return r, &OptionError{Field: "terminationWindow", Rule: "must be > 0, got " + o.TerminationWindow.String()}
 	case o.TerminationWindow == 0:
 		r.TerminationWindow = DefaultTerminationWindow
-		if w, ok := o.Opener.(interface{ TerminationWindow() time.Duration }); ok && w.TerminationWindow() > 0 {
+		if w, ok := o.Opener.(transport.TerminationWindower); ok && w.TerminationWindow() > 0 {
 			r.TerminationWindow = w.TerminationWindow()
 		}
 	}
@@ -118,8 +119,24 @@ func (o Options) resolve() (resolved, error) {
 	return r, nil
 }
 
+// ServerOptions returns the supervisor options of a configured server,
+// with the transport from s.Opener(logger). The caller adds what a config
+// file does not say (Sink, Clock, Rand, ...).
+func ServerOptions(s config.Server, logger *slog.Logger) (Options, error) {
+	op, err := s.Opener(logger)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{
+		Name:               s.Name,
+		Opener:             op,
+		Policy:             s.Reconnect,
+		ConnectTimeout:     s.ConnectTimeout,
+		FailOnStartupError: s.FailOnStartupError,
+		Logger:             logger,
+	}, nil
+}
+
 type globalRand struct{}
 
 func (globalRand) Float64() float64 { return rand.Float64() }
-
-func quote(s string) string { return "\"" + s + "\"" }

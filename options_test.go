@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/transport"
 )
 
@@ -83,10 +84,36 @@ func TestNewDefaults(t *testing.T) {
 	if s.Policy() != backoff.Default() {
 		t.Fatalf("zero policy should take the default, got %+v", s.Policy())
 	}
-	if s.opts.ConnectTimeout != DefaultConnectTimeout || s.opts.TerminationWindow != DefaultTerminationWindow {
+	if s.opts.ConnectTimeout != config.DefaultConnectTimeout || s.opts.TerminationWindow != DefaultTerminationWindow {
 		t.Fatalf("defaults: %v %v", s.opts.ConnectTimeout, s.opts.TerminationWindow)
 	}
 	if st := s.State(); st.Started || st.MaxAttempts != 10 {
 		t.Fatalf("fresh snapshot: %+v", st)
+	}
+}
+
+// TestServerOptions: a configured server's supervisor options.
+func TestServerOptions(t *testing.T) {
+	cfg, _, err := config.Parse([]byte(`{"mcpServers":{"a":{"command":"srv","args":["-v"],"env":{"K":"${V}"},"cwd":"/tmp",
+	  "reconnect":{"maxAttempts":3},"connectTimeoutMs":1234,"failOnStartupError":true}}}`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := ServerOptions(cfg.Servers[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := opts.Opener.(*transport.Stdio)
+	if !ok {
+		t.Fatalf("opener %T", opts.Opener)
+	}
+	if st.Command != "srv" || st.Args[0] != "-v" || st.Env["K"] != "${V}" || st.Dir != "/tmp" || st.Server != "a" {
+		t.Errorf("stdio %+v", st)
+	}
+	if opts.Name != "a" || opts.Policy.MaxAttempts != 3 || opts.ConnectTimeout != 1234*time.Millisecond || !opts.FailOnStartupError {
+		t.Errorf("options %+v", opts)
+	}
+	if _, err := New(opts); err != nil {
+		t.Errorf("New: %v", err)
 	}
 }

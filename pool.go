@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,7 +25,7 @@ var ErrUnknownTool = errors.New("unknown tool")
 type PoolOptions struct {
 	// Sink receives every server's tools: one registry shared by all
 	// supervisors, where each reserves its server's name. nil is a fresh
-	// tools.Set. Pool.Call needs a Sink that can Lookup (as Set does).
+	// tools.Set. Pool.Call needs a Sink that is a tools.Lookuper (as Set is).
 	Sink tools.Sink
 	// Logger receives the supervisors' lifecycle logs, the transports'
 	// debug output and the pool's own; nil discards.
@@ -37,13 +38,13 @@ type PoolOptions struct {
 	// starts; it runs on the supervisors' goroutines (see Observer).
 	Observer Observer
 	// Opener, when set, makes the transport of a server instead of
-	// ServerConfig.Opener: tests and embedders script servers with it.
-	Opener func(ServerConfig) (transport.Opener, error)
+	// config.Server.Opener: tests and embedders script servers with it.
+	Opener func(config.Server) (transport.Opener, error)
 }
 
-// Pool supervises the servers of a Config: one Supervisor per server, all
-// registering into one tools Sink. Apply reloads by difference, so a
-// config change restarts only the servers it touches.
+// Pool supervises the servers of a config.Config: one Supervisor per
+// server, all registering into one tools Sink. Apply reloads by
+// difference, so a config change restarts only the servers it touches.
 type Pool struct {
 	opts PoolOptions
 	sink tools.Sink
@@ -57,7 +58,7 @@ type Pool struct {
 }
 
 type poolServer struct {
-	cfg ServerConfig
+	cfg config.Server
 	sup *Supervisor
 }
 
@@ -77,7 +78,7 @@ func NewPool(opts PoolOptions) *Pool {
 func (p *Pool) Sink() tools.Sink { return p.sink }
 
 // Apply makes the pool run cfg's servers. A server whose effective
-// configuration (ServerConfig.Equal) is unchanged keeps running untouched:
+// configuration (config.Server.Equal) is unchanged keeps running untouched:
 // same process, same generation, same registrations. A changed server is
 // disposed and started anew, never overlapping its old process; a removed
 // one is disposed; an added one started. Servers are disposed, then
@@ -90,7 +91,7 @@ func (p *Pool) Sink() tools.Sink { return p.sink }
 // that did not complete; the other servers are applied regardless, and a
 // server that failed to start is not kept, so the next Apply tries it
 // again.
-func (p *Pool) Apply(ctx context.Context, cfg *Config) error {
+func (p *Pool) Apply(ctx context.Context, cfg *config.Config) error {
 	p.apply.Lock()
 	defer p.apply.Unlock()
 	p.mu.Lock()
@@ -98,7 +99,7 @@ func (p *Pool) Apply(ctx context.Context, cfg *Config) error {
 		p.mu.Unlock()
 		return fmt.Errorf("mcpkeep: pool: apply: %w", ErrDisposed)
 	}
-	want := map[string]ServerConfig{}
+	want := map[string]config.Server{}
 	for _, sc := range cfg.Servers {
 		want[sc.Name] = sc
 	}
@@ -116,7 +117,7 @@ func (p *Pool) Apply(ctx context.Context, cfg *Config) error {
 			kept = append(kept, name)
 		}
 	}
-	var start []ServerConfig
+	var start []config.Server
 	var added []string
 	for _, sc := range cfg.Servers {
 		if cur, ok := p.servers[sc.Name]; !ok || !sc.Equal(cur.cfg) {
@@ -174,7 +175,7 @@ func sortAll(lists ...[]string) {
 	}
 }
 
-func (p *Pool) newSupervisor(sc ServerConfig) (*Supervisor, error) {
+func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
 	var op transport.Opener
 	var err error
 	if p.opts.Opener != nil {
@@ -228,12 +229,12 @@ func (p *Pool) Supervisor(name string) (*Supervisor, bool) {
 }
 
 // Server returns the effective configuration of running server name.
-func (p *Pool) Server(name string) (ServerConfig, bool) {
+func (p *Pool) Server(name string) (config.Server, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ps, ok := p.servers[name]
 	if !ok {
-		return ServerConfig{}, false
+		return config.Server{}, false
 	}
 	return ps.cfg, true
 }
@@ -266,9 +267,7 @@ func (p *Pool) States() []Snapshot {
 // passed to Supervisor.Call as they are. A call in flight when its server
 // dies fails with ErrConnectionLost and is never replayed.
 func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	lk, ok := p.sink.(interface {
-		Lookup(public string) (string, tools.Tool, bool)
-	})
+	lk, ok := p.sink.(tools.Lookuper)
 	if !ok {
 		return nil, fmt.Errorf("mcpkeep: pool: call %q: sink %T cannot look tools up", public, p.sink)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/mcpkeep/mcpkeep/tools"
@@ -35,7 +36,7 @@ func newMemOpeners() *memOpeners {
 	return &memOpeners{mems: map[string][]*transport.Memory{}, faults: map[string]func(uint64) transport.Fault{}}
 }
 
-func (o *memOpeners) open(sc ServerConfig) (transport.Opener, error) {
+func (o *memOpeners) open(sc config.Server) (transport.Opener, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m := transport.NewMemory("echo", "hang")
@@ -63,8 +64,8 @@ func (o *memOpeners) count(name string) int {
 // fastPolicy retries at once, so tests wait for events, not delays.
 var fastPolicy = backoff.Policy{Enabled: true, InitialDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond, MaxAttempts: 5}
 
-func memServer(name string, args ...string) ServerConfig {
-	return ServerConfig{Name: name, Transport: TransportStdio, Command: "mem", Args: args,
+func memServer(name string, args ...string) config.Server {
+	return config.Server{Name: name, Transport: config.TransportStdio, Command: "mem", Args: args,
 		Reconnect: fastPolicy, ConnectTimeout: poolDeadline}
 }
 
@@ -82,11 +83,11 @@ func newTestPool(t *testing.T, o *memOpeners, opts PoolOptions) *Pool {
 	return p
 }
 
-func mustApply(t *testing.T, p *Pool, servers ...ServerConfig) {
+func mustApply(t *testing.T, p *Pool, servers ...config.Server) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), poolDeadline)
 	defer cancel()
-	if err := p.Apply(ctx, &Config{Servers: servers}); err != nil {
+	if err := p.Apply(ctx, &config.Config{Servers: servers}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 }
@@ -287,7 +288,7 @@ func TestPoolStrictStartupFailure(t *testing.T) {
 	p := newTestPool(t, o, PoolOptions{})
 	bad := memServer("bad")
 	bad.FailOnStartupError = true
-	err := p.Apply(context.Background(), &Config{Servers: []ServerConfig{memServer("good"), bad}})
+	err := p.Apply(context.Background(), &config.Config{Servers: []config.Server{memServer("good"), bad}})
 	if err == nil || !strings.Contains(err.Error(), `server "bad"`) || !strings.Contains(err.Error(), "no such server") {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -323,7 +324,7 @@ func TestPoolDispose(t *testing.T) {
 	if got := publicNames(p.Sink().(*tools.Set)); got != "" {
 		t.Errorf("tools left: %q", got)
 	}
-	if err := p.Apply(context.Background(), &Config{}); !errors.Is(err, ErrDisposed) {
+	if err := p.Apply(context.Background(), &config.Config{}); !errors.Is(err, ErrDisposed) {
 		t.Errorf("Apply after Dispose: %v", err)
 	}
 	mu.Lock()
@@ -348,13 +349,13 @@ func TestPoolStdioFixture(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"fx": map[string]any{"command": path, "args": args, "env": envMap},
 	}})
-	cfg, _, err := ParseConfig(raw, nil)
+	cfg, _, err := config.Parse(raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var pids []int
-	p := NewPool(PoolOptions{Opener: func(sc ServerConfig) (transport.Opener, error) {
+	p := NewPool(PoolOptions{Opener: func(sc config.Server) (transport.Opener, error) {
 		op, err := sc.Opener(nil)
 		return pidRecorder{op, func(pid int) { mu.Lock(); pids = append(pids, pid); mu.Unlock() }}, err
 	}})
@@ -426,11 +427,11 @@ func TestPoolHTTPServer(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"web": map[string]any{"url": web.URL, "headers": map[string]string{"Authorization": "Bearer ${MCPKEEP_TEST_TOKEN}"}},
 	}})
-	cfg, warns, err := ParseConfig(raw, nil)
+	cfg, warns, err := config.Parse(raw, nil)
 	if err != nil || len(warns) != 0 {
 		t.Fatal(err, warns)
 	}
-	if sc := cfg.Servers[0]; sc.Transport != TransportHTTP || sc.Reconnect.Jitter != 0.5 || sc.Headers["Authorization"] != "Bearer ${MCPKEEP_TEST_TOKEN}" {
+	if sc := cfg.Servers[0]; sc.Transport != config.TransportHTTP || sc.Reconnect.Jitter != 0.5 || sc.Headers["Authorization"] != "Bearer ${MCPKEEP_TEST_TOKEN}" {
 		t.Errorf("server config %+v", sc)
 	}
 	p := NewPool(PoolOptions{})

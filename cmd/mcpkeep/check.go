@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 )
 
 // runCheck is `mcpkeep check`: validate a config file and show what each
@@ -24,7 +24,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	cfg, warns, err := mcpkeep.LoadConfig(*path)
+	cfg, warns, err := config.Load(*path)
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
@@ -56,13 +56,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 
 // printServer describes one server's effective configuration. Env and
 // header values are secrets: only their names are shown.
-func printServer(w io.Writer, sc mcpkeep.ServerConfig) {
+func printServer(w io.Writer, sc config.Server) {
 	row := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", label, fmt.Sprintf(format, args...))
 	}
 	fmt.Fprintf(w, "%s (%s)\n", sc.Name, sc.Path)
 	switch sc.Transport {
-	case mcpkeep.TransportStdio:
+	case config.TransportStdio:
 		row("transport", "stdio: %s", strings.Join(append([]string{sc.Command}, sc.Args...), " "))
 		if _, err := exec.LookPath(sc.Command); err != nil {
 			row("", "note: %v", err)
@@ -73,7 +73,7 @@ func printServer(w io.Writer, sc mcpkeep.ServerConfig) {
 		if sc.Dir != "" {
 			row("cwd", "%s", sc.Dir)
 		}
-	case mcpkeep.TransportHTTP:
+	case config.TransportHTTP:
 		row("transport", "http: %s", sc.URL)
 		if len(sc.Headers) > 0 {
 			row("headers", "%s (values not shown)", strings.Join(sortedKeys(sc.Headers), " "))

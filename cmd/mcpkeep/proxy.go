@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,7 +85,7 @@ type proxy struct {
 // returns the exit code. SIGHUP re-reads the config and applies it by
 // difference.
 func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal) int {
-	cfg, warns, err := mcpkeep.LoadConfig(p.cfgPath)
+	cfg, warns, err := config.Load(p.cfgPath)
 	p.warn(warns)
 	if err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
@@ -209,7 +210,7 @@ func (p *proxy) shutdown(pool *mcpkeep.Pool, code int) int {
 // servers keep running untouched. It also gives every server that gave up
 // a fresh budget: SIGHUP is the proxy's manual reconnect.
 func (p *proxy) reload(ctx context.Context, pool *mcpkeep.Pool) {
-	cfg, warns, err := mcpkeep.LoadConfig(p.cfgPath)
+	cfg, warns, err := config.Load(p.cfgPath)
 	p.warn(warns)
 	if err != nil {
 		p.logErrors("reload failed, config unchanged", err)
@@ -231,7 +232,7 @@ func (p *proxy) reload(ctx context.Context, pool *mcpkeep.Pool) {
 	p.log.Info("reloaded", slog.Int("servers", len(cfg.Servers)))
 }
 
-func (p *proxy) warn(warns []mcpkeep.Warning) {
+func (p *proxy) warn(warns []config.Warning) {
 	for _, w := range warns {
 		p.log.Warn("config", slog.String("path", w.Path), slog.String("warning", w.Message))
 	}
@@ -246,7 +247,7 @@ func (p *proxy) logErrors(msg string, err error) {
 
 // strictMissing names the servers with failOnStartupError that did not
 // start.
-func strictMissing(cfg *mcpkeep.Config, pool *mcpkeep.Pool) []string {
+func strictMissing(cfg *config.Config, pool *mcpkeep.Pool) []string {
 	var out []string
 	for _, sc := range cfg.Servers {
 		if _, ok := pool.Supervisor(sc.Name); sc.FailOnStartupError && !ok {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/trace"
+	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 // traceFlushEvery is how stale the trace file may get while the proxy
@@ -26,7 +28,7 @@ type proxyTrace struct {
 	done sync.WaitGroup
 }
 
-func openTrace(path string, cfg *mcpkeep.Config, log *slog.Logger) (*proxyTrace, error) {
+func openTrace(path string, cfg *config.Config, log *slog.Logger) (*proxyTrace, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -43,21 +45,21 @@ func openTrace(path string, cfg *mcpkeep.Config, log *slog.Logger) (*proxyTrace,
 // traceHeader describes the servers of cfg as they start. Servers that a
 // SIGHUP adds later are not in it (the format has one header per file):
 // they are read with the top-level configuration, the stdio defaults.
-func traceHeader(cfg *mcpkeep.Config, started time.Time) trace.Header {
+func traceHeader(cfg *config.Config, started time.Time) trace.Header {
 	h := trace.Header{Version: trace.Version, Started: started, Clock: trace.ClockReal,
 		Servers: map[string]trace.Config{}, Note: "mcpkeep proxy"}
-	h.Config = traceConfig(mcpkeep.ServerConfig{Transport: mcpkeep.TransportStdio, Command: "default",
-		Reconnect: backoff.Default(), ConnectTimeout: mcpkeep.DefaultConnectTimeout})
+	h.Config = traceConfig(config.Server{Transport: config.TransportStdio, Command: "default",
+		Reconnect: backoff.Default(), ConnectTimeout: config.DefaultConnectTimeout})
 	for _, sc := range cfg.Servers {
 		h.Servers[sc.Name] = traceConfig(sc)
 	}
 	return h
 }
 
-func traceConfig(sc mcpkeep.ServerConfig) trace.Config {
+func traceConfig(sc config.Server) trace.Config {
 	tw := mcpkeep.DefaultTerminationWindow
 	if op, err := sc.Opener(nil); err == nil {
-		if w, ok := op.(interface{ TerminationWindow() time.Duration }); ok && w.TerminationWindow() > 0 {
+		if w, ok := op.(transport.TerminationWindower); ok && w.TerminationWindow() > 0 {
 			tw = w.TerminationWindow()
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -120,13 +121,13 @@ func TestUpstreamOneSwapOneNotification(t *testing.T) {
 func TestUpstreamOutageResult(t *testing.T) {
 	mem := transport.NewMemory("echo")
 	set := tools.NewSet(tools.Limits{})
-	pool := mcpkeep.NewPool(mcpkeep.PoolOptions{Sink: set, Opener: func(mcpkeep.ServerConfig) (transport.Opener, error) { return mem, nil }})
+	pool := mcpkeep.NewPool(mcpkeep.PoolOptions{Sink: set, Opener: func(config.Server) (transport.Opener, error) { return mem, nil }})
 	t.Cleanup(func() { _ = pool.Dispose(context.Background()) })
 	h := newUpstreamHost(t, pool, set)
 	ctx, cancel := context.WithTimeout(context.Background(), e2eDeadline)
 	defer cancel()
 	slow := backoff.Policy{Enabled: true, InitialDelay: time.Hour, MaxDelay: time.Hour, MaxAttempts: 5}
-	if err := pool.Apply(ctx, &mcpkeep.Config{Servers: []mcpkeep.ServerConfig{{Name: "m", Transport: mcpkeep.TransportStdio, Reconnect: slow, ConnectTimeout: time.Minute}}}); err != nil {
+	if err := pool.Apply(ctx, &config.Config{Servers: []config.Server{{Name: "m", Transport: config.TransportStdio, Reconnect: slow, ConnectTimeout: time.Minute}}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "m__echo", Arguments: map[string]any{"text": "up"}})

@@ -1,4 +1,4 @@
-package mcpkeep
+package config
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 )
 
@@ -37,11 +38,11 @@ var hostKeys = map[string]string{
 const serverKeys = "command, args, env, cwd, url, headers, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, disabled"
 
 // server parses one server block; ok is false when it had errors.
-func (p *parser) server(m member, d defaults) (sc ServerConfig, disabled, ok bool) {
+func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	before := len(p.errs)
-	sc = ServerConfig{Name: m.key, Path: string(m.path)}
-	if !validServerName(m.key) {
-		p.fail(ruleError(m.path, "server name must be 1-32 characters of [A-Za-z0-9_-]: it prefixes the public tool names (<server>__<tool>)"))
+	sc = Server{Name: m.key, Path: string(m.path)}
+	if err := tools.CheckServerName(m.key); err != nil {
+		p.fail(&Error{Path: string(m.path), Rule: err.Error(), Err: err})
 	}
 	members, err := objectMembers(m.path, m.raw)
 	if err != nil {
@@ -171,23 +172,6 @@ func (p *parser) server(m member, d defaults) (sc ServerConfig, disabled, ok boo
 	return sc, disabled, len(p.errs) == before
 }
 
-// validServerName: a valid tool-name prefix, as short as the supervisor
-// requires (Options.Name), leaving room for the tool part of public names.
-func validServerName(s string) bool { return len(s) <= 32 && isToolNameChars(s) }
-
-func isToolNameChars(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // checkType accepts the "type" values hosts write for the two transports
 // and rejects legacy SSE plainly instead of failing at the first connect.
 func (p *parser) checkType(t setting[string], transport string) {
@@ -243,7 +227,7 @@ func (p *parser) checkURL(path jsonPath, raw string) {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		p.fail(&ConfigError{Path: string(path), Rule: "is not a valid URL", Err: err})
+		p.fail(&Error{Path: string(path), Rule: "is not a valid URL", Err: err})
 	case u.Scheme != "http" && u.Scheme != "https":
 		p.fail(ruleError(path, "must be an http:// or https:// URL, got scheme %q", u.Scheme))
 	case u.Host == "":
@@ -380,7 +364,7 @@ func (p *parser) policy(server jsonPath, base backoff.Policy, own, top reconnect
 	if err != nil {
 		fe, ok := err.(*backoff.FieldError)
 		if !ok {
-			p.fail(&ConfigError{Path: string(server.key("reconnect")), Rule: "invalid reconnect policy", Err: err})
+			p.fail(&Error{Path: string(server.key("reconnect")), Rule: "invalid reconnect policy", Err: err})
 			return pol
 		}
 		s := src[fe.Field]

@@ -1,4 +1,4 @@
-package mcpkeep
+package config
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // command in its own process group, or a transport.HTTP for a url. logger
 // receives the transport's debug output (a child's stderr lines, the
 // teardown steps); nil discards.
-func (s ServerConfig) Opener(logger *slog.Logger) (transport.Opener, error) {
+func (s Server) Opener(logger *slog.Logger) (transport.Opener, error) {
 	switch s.Transport {
 	case TransportStdio:
 		return &transport.Stdio{
@@ -31,24 +31,6 @@ func (s ServerConfig) Opener(logger *slog.Logger) (transport.Opener, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("mcpkeep: server %q: unknown transport %q", s.Name, s.Transport)
-}
-
-// Options returns the supervisor options of s with the transport from
-// Opener. The caller adds what a config file does not say (Sink, Clock,
-// Rand, ...).
-func (s ServerConfig) Options(logger *slog.Logger) (Options, error) {
-	op, err := s.Opener(logger)
-	if err != nil {
-		return Options{}, err
-	}
-	return Options{
-		Name:               s.Name,
-		Opener:             op,
-		Policy:             s.Reconnect,
-		ConnectTimeout:     s.ConnectTimeout,
-		FailOnStartupError: s.FailOnStartupError,
-		Logger:             logger,
-	}, nil
 }
 
 func cloneMap(m map[string]string) map[string]string {

@@ -1,4 +1,4 @@
-package mcpkeep
+package config
 
 import (
 	"encoding/json"
@@ -29,21 +29,25 @@ import (
 // any other key is an error naming its JSON path.
 type Config struct {
 	// Servers are the enabled servers, in file order.
-	Servers []ServerConfig
+	Servers []Server
 	// Disabled names the servers with "disabled": true.
 	Disabled []string
 }
 
-// Transports of a ServerConfig.
+// DefaultConnectTimeout is the connect timeout of a server that sets no
+// "connectTimeoutMs" (DESIGN §6); the supervisor's Options default to it too.
+const DefaultConnectTimeout = 30 * time.Second
+
+// Transports of a Server.
 const (
 	TransportStdio = "stdio" // "command": a child process speaking over stdin/stdout
 	TransportHTTP  = "http"  // "url": a Streamable HTTP endpoint
 )
 
-// ServerConfig is one server's effective configuration: every default
-// applied and every bound checked. Two ServerConfigs that are Equal run
-// the same way, which is what Pool.Apply compares on reload.
-type ServerConfig struct {
+// Server is one server's effective configuration: every default
+// applied and every bound checked. Two Servers that are Equal run
+// the same way, which is what mcpkeep.Pool.Apply compares on reload.
+type Server struct {
 	Name string
 	// Path is the JSON path of the server's block ("mcpServers.files"),
 	// for messages; it is not part of the effective configuration.
@@ -72,13 +76,13 @@ type ServerConfig struct {
 	ConnectTimeout     time.Duration
 	FailOnStartupError bool
 	// WaitForReady is how long a call made during an outage waits for
-	// recovery (Pool.Call); 0 fails fast.
+	// recovery (mcpkeep.Pool.Call); 0 fails fast.
 	WaitForReady time.Duration
 }
 
 // Equal reports whether a and b configure the same server the same way
 // (Path aside).
-func (a ServerConfig) Equal(b ServerConfig) bool {
+func (a Server) Equal(b Server) bool {
 	return a.Name == b.Name && a.Transport == b.Transport && a.Command == b.Command &&
 		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.Dir == b.Dir &&
 		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.Reconnect == b.Reconnect &&
@@ -119,19 +123,19 @@ type Warning struct {
 
 func (w Warning) String() string { return w.Path + ": " + w.Message }
 
-// ErrInvalidConfig is wrapped by every *ConfigError.
+// ErrInvalidConfig is wrapped by every *Error.
 var ErrInvalidConfig = errors.New("invalid config")
 
-// ConfigError is one problem in a config file: where (the JSON path, e.g.
+// Error is one problem in a config file: where (the JSON path, e.g.
 // "mcpServers.files.reconnect.maxDelayMs") and which rule it breaks.
-type ConfigError struct {
-	File string // set by LoadConfig
+type Error struct {
+	File string // set by Load
 	Path string // empty for the file as a whole (a syntax error)
 	Rule string
 	Err  error // the underlying cause, if any
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	if e.File != "" {
 		b.WriteString(e.File + ": ")
@@ -146,26 +150,26 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
-func (e *ConfigError) Unwrap() []error {
+func (e *Error) Unwrap() []error {
 	if e.Err != nil {
 		return []error{ErrInvalidConfig, e.Err}
 	}
 	return []error{ErrInvalidConfig}
 }
 
-func ruleError(p jsonPath, format string, args ...any) *ConfigError {
-	return &ConfigError{Path: string(p), Rule: fmt.Sprintf(format, args...)}
+func ruleError(p jsonPath, format string, args ...any) *Error {
+	return &Error{Path: string(p), Rule: fmt.Sprintf(format, args...)}
 }
 
-// LoadConfig reads and parses the config file at path, expanding ${VAR}
+// Load reads and parses the config file at path, expanding ${VAR}
 // from the process environment. Every error names the file and the JSON
 // path.
-func LoadConfig(path string) (*Config, []Warning, error) {
+func Load(path string) (*Config, []Warning, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, warns, err := ParseConfig(data, os.LookupEnv)
+	cfg, warns, err := Parse(data, os.LookupEnv)
 	if err != nil {
 		var errs []error
 		for _, e := range configErrors(err) {
@@ -177,32 +181,32 @@ func LoadConfig(path string) (*Config, []Warning, error) {
 	return cfg, warns, nil
 }
 
-// configErrors lists the *ConfigErrors that ParseConfig joined.
-func configErrors(err error) []*ConfigError {
-	var out []*ConfigError
+// configErrors lists the *Errors that Parse joined.
+func configErrors(err error) []*Error {
+	var out []*Error
 	if j, ok := err.(interface{ Unwrap() []error }); ok && !isConfigError(err) {
 		for _, e := range j.Unwrap() {
 			out = append(out, configErrors(e)...)
 		}
 		return out
 	}
-	var ce *ConfigError
+	var ce *Error
 	if errors.As(err, &ce) {
-		return []*ConfigError{ce}
+		return []*Error{ce}
 	}
-	return []*ConfigError{{Rule: err.Error()}}
+	return []*Error{{Rule: err.Error()}}
 }
 
-func isConfigError(err error) bool { _, ok := err.(*ConfigError); return ok }
+func isConfigError(err error) bool { _, ok := err.(*Error); return ok }
 
-// ParseConfig parses a config file's contents. lookup stands for the
-// environment the servers will see (nil means os.LookupEnv): ParseConfig
+// Parse parses a config file's contents. lookup stands for the
+// environment the servers will see (nil means os.LookupEnv): Parse
 // warns about ${VAR} references in env and header values that it cannot
 // resolve and checks expanded header values; the values themselves stay
 // unexpanded in the Config, because the transports expand them at each
 // spawn or connect. It returns every error found, joined, each a
-// *ConfigError naming its JSON path; warnings come back even on error.
-func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, []Warning, error) {
+// *Error naming its JSON path; warnings come back even on error.
+func Parse(data []byte, lookup func(string) (string, bool)) (*Config, []Warning, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
@@ -222,14 +226,14 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) (*Config, []Wa
 // reports them all at once.
 type parser struct {
 	lookup func(string) (string, bool)
-	errs   []*ConfigError
+	errs   []*Error
 	warns  []Warning
 }
 
 func (p *parser) fail(err error) {
-	ce, ok := err.(*ConfigError)
+	ce, ok := err.(*Error)
 	if !ok {
-		ce = &ConfigError{Rule: err.Error()}
+		ce = &Error{Rule: err.Error()}
 	}
 	for _, e := range p.errs {
 		if e.Error() == ce.Error() {
@@ -275,7 +279,7 @@ func (p *parser) file(data []byte) *Config {
 	}
 	members, err := objectMembers("", data)
 	if err != nil {
-		if ce, ok := err.(*ConfigError); ok && ce.Path == "" {
+		if ce, ok := err.(*Error); ok && ce.Path == "" {
 			ce.Path = "(top level)"
 		}
 		p.fail(err)
@@ -313,7 +317,7 @@ func (p *parser) file(data []byte) *Config {
 		}
 	}
 	if len(blocks) == 0 {
-		p.fail(&ConfigError{Path: "(top level)", Rule: `has no "mcpServers" (or VS Code "servers") object`})
+		p.fail(&Error{Path: "(top level)", Rule: `has no "mcpServers" (or VS Code "servers") object`})
 		return nil
 	}
 	cfg := &Config{}

@@ -1,4 +1,4 @@
-package mcpkeep
+package config
 
 import (
 	"bytes"
@@ -65,19 +65,19 @@ func objectMembers(p jsonPath, raw json.RawMessage) ([]member, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // '{'
-		return nil, &ConfigError{Path: string(p), Rule: "invalid JSON", Err: err}
+		return nil, &Error{Path: string(p), Rule: "invalid JSON", Err: err}
 	}
 	var out []member
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, &ConfigError{Path: string(p), Rule: "invalid JSON", Err: err}
+			return nil, &Error{Path: string(p), Rule: "invalid JSON", Err: err}
 		}
 		k, _ := tok.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, &ConfigError{Path: string(p.key(k)), Rule: "invalid JSON", Err: err}
+			return nil, &Error{Path: string(p.key(k)), Rule: "invalid JSON", Err: err}
 		}
 		if seen[k] {
 			return nil, ruleError(p.key(k), "duplicate key")
@@ -188,7 +188,7 @@ func decodeStrings(m member) ([]string, error) {
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(m.raw, &raws); err != nil {
-		return nil, &ConfigError{Path: string(m.path), Rule: "invalid JSON", Err: err}
+		return nil, &Error{Path: string(m.path), Rule: "invalid JSON", Err: err}
 	}
 	out := make([]string, 0, len(raws))
 	for i, r := range raws {
@@ -231,7 +231,7 @@ func syntaxError(data []byte, err error) error {
 		off = te.Offset
 	}
 	if off < 0 {
-		return &ConfigError{Rule: "invalid JSON", Err: err}
+		return &Error{Rule: "invalid JSON", Err: err}
 	}
 	line, col := 1, 1
 	for _, c := range data[:min(int(off), len(data))] {
@@ -241,5 +241,5 @@ func syntaxError(data []byte, err error) error {
 			col++
 		}
 	}
-	return &ConfigError{Rule: fmt.Sprintf("invalid JSON at line %d, column %d", line, col), Err: err}
+	return &Error{Rule: fmt.Sprintf("invalid JSON at line %d, column %d", line, col), Err: err}
 }

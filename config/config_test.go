@@ -1,4 +1,4 @@
-package mcpkeep
+package config
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ const designExample = `{
 }`
 
 func TestConfigDesignExample(t *testing.T) {
-	cfg, warns, err := ParseConfig([]byte(designExample), envOf(map[string]string{"TOKEN": "t", "API_TOKEN": "a"}))
+	cfg, warns, err := Parse([]byte(designExample), envOf(map[string]string{"TOKEN": "t", "API_TOKEN": "a"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestConfigDesignExample(t *testing.T) {
 }
 
 func TestConfigVSCodeShape(t *testing.T) {
-	cfg, warns, err := ParseConfig([]byte(`{
+	cfg, warns, err := Parse([]byte(`{
 	  "inputs": [{"type": "promptString", "id": "key"}],
 	  "servers": {
 	    "a": {"type": "stdio", "command": "srv", "envFile": "${workspaceFolder}/.env"},
@@ -92,7 +92,7 @@ func warningPaths(ws []Warning) string {
 }
 
 func TestConfigOverridesFieldByField(t *testing.T) {
-	cfg, _, err := ParseConfig([]byte(`{
+	cfg, _, err := Parse([]byte(`{
 	  "reconnect": {"initialDelayMs": 100, "maxDelayMs": 2000, "maxAttempts": 4, "jitter": 0.25, "enabled": false},
 	  "connectTimeoutMs": 5000, "waitForReadyMs": 700, "failOnStartupError": true,
 	  "mcpServers": {
@@ -120,7 +120,7 @@ func TestConfigOverridesFieldByField(t *testing.T) {
 }
 
 func TestConfigDisabled(t *testing.T) {
-	cfg, _, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x", "disabled": true}, "b": {"command": "y"}}}`), envOf(nil))
+	cfg, _, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x", "disabled": true}, "b": {"command": "y"}}}`), envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestConfigErrors(t *testing.T) {
 		{"syntax", "{\n  \"mcpServers\": {,}\n}", "invalid JSON at line 2, column"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := ParseConfig([]byte(tc.json), envOf(map[string]string{"NL": "a\nb"}))
+			_, _, err := Parse([]byte(tc.json), envOf(map[string]string{"NL": "a\nb"}))
 			if err == nil {
 				t.Fatalf("no error; want %q", tc.want)
 			}
@@ -206,7 +206,7 @@ func TestConfigErrors(t *testing.T) {
 
 // TestConfigAllErrors: check reports every problem at once, in file order.
 func TestConfigAllErrors(t *testing.T) {
-	_, _, err := ParseConfig([]byte(`{"mcpServers":{
+	_, _, err := Parse([]byte(`{"mcpServers":{
 	  "a":{"command":"x","reconnect":{"maxDelayMs":0}},
 	  "b":{"command":"y","bogus":1}}}`), envOf(nil))
 	if err == nil {
@@ -219,7 +219,7 @@ func TestConfigAllErrors(t *testing.T) {
 }
 
 func TestConfigWarnings(t *testing.T) {
-	_, warns, err := ParseConfig([]byte(`{"mcpServers":{
+	_, warns, err := Parse([]byte(`{"mcpServers":{
 	  "a":{"command":"x","alwaysAllow":["t"],"autoApprove":[],"timeout":60,"description":"d","type":"stdio",
 	       "env":{"K":"${SET}-${UNSET}"}},
 	  "b":{"url":"http://h","headers":{"Authorization":"Bearer $NOPE"}}}}`), envOf(map[string]string{"SET": "1"}))
@@ -239,7 +239,7 @@ func TestConfigWarnings(t *testing.T) {
 }
 
 func TestConfigNullIsOmitted(t *testing.T) {
-	cfg, _, err := ParseConfig([]byte(`{"reconnect":null,"mcpServers":{"a":{"command":"x","env":null,"args":null,"reconnect":{"jitter":null}}}}`), envOf(nil))
+	cfg, _, err := Parse([]byte(`{"reconnect":null,"mcpServers":{"a":{"command":"x","env":null,"args":null,"reconnect":{"jitter":null}}}}`), envOf(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,28 +248,28 @@ func TestConfigNullIsOmitted(t *testing.T) {
 	}
 }
 
-func TestLoadConfigNamesTheFile(t *testing.T) {
+func TestLoadNamesTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	if err := os.WriteFile(path, []byte(`{"mcpServers":{"a":{"command":"x","reconnect":{"maxAttempts":0}}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := LoadConfig(path)
-	var ce *ConfigError
+	_, _, err := Load(path)
+	var ce *Error
 	if !errors.As(err, &ce) || ce.File != path || ce.Path != "mcpServers.a.reconnect.maxAttempts" {
 		t.Fatalf("err %v (%#v)", err, ce)
 	}
 	if !strings.HasPrefix(err.Error(), path+": mcpServers.a.reconnect.maxAttempts: must be >= 1") {
 		t.Errorf("err %q", err)
 	}
-	if _, _, err := LoadConfig(filepath.Join(t.TempDir(), "missing.json")); !errors.Is(err, os.ErrNotExist) {
+	if _, _, err := Load(filepath.Join(t.TempDir(), "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }
 
-func TestServerConfigEqual(t *testing.T) {
-	parse := func(s string) ServerConfig {
+func TestServerEqual(t *testing.T) {
+	parse := func(s string) Server {
 		t.Helper()
-		cfg, _, err := ParseConfig([]byte(s), envOf(nil))
+		cfg, _, err := Parse([]byte(s), envOf(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,33 +296,8 @@ func TestServerConfigEqual(t *testing.T) {
 	}
 }
 
-func TestServerConfigOptions(t *testing.T) {
-	cfg, _, err := ParseConfig([]byte(`{"mcpServers":{"a":{"command":"srv","args":["-v"],"env":{"K":"${V}"},"cwd":"/tmp",
-	  "reconnect":{"maxAttempts":3},"connectTimeoutMs":1234,"failOnStartupError":true}}}`), envOf(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := cfg.Servers[0].Options(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ok := opts.Opener.(*transport.Stdio)
-	if !ok {
-		t.Fatalf("opener %T", opts.Opener)
-	}
-	if st.Command != "srv" || st.Args[0] != "-v" || st.Env["K"] != "${V}" || st.Dir != "/tmp" || st.Server != "a" {
-		t.Errorf("stdio %+v", st)
-	}
-	if opts.Name != "a" || opts.Policy.MaxAttempts != 3 || opts.ConnectTimeout != 1234*time.Millisecond || !opts.FailOnStartupError {
-		t.Errorf("options %+v", opts)
-	}
-	if _, err := New(opts); err != nil {
-		t.Errorf("New: %v", err)
-	}
-}
-
-func TestServerConfigHTTPOpener(t *testing.T) {
-	cfg, _, err := ParseConfig([]byte(`{"mcpServers":{"web":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer ${T}"}}}}`), envOf(map[string]string{"T": "x"}))
+func TestServerHTTPOpener(t *testing.T) {
+	cfg, _, err := Parse([]byte(`{"mcpServers":{"web":{"url":"https://example.com/mcp","headers":{"Authorization":"Bearer ${T}"}}}}`), envOf(map[string]string{"T": "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
