@@ -1,64 +1,16 @@
 package fsm_test
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// TestGolden compares DOT() and Mermaid() with testdata/lifecycle.{dot,mmd}.
-// After an intended change: go test ./fsm -run Golden -update.
-func TestGolden(t *testing.T) {
-	for _, c := range []struct {
-		file string
-		got  string
-	}{
-		{"lifecycle.dot", fsm.DOT()},
-		{"lifecycle.mmd", fsm.Mermaid()},
-	} {
-		path := filepath.Join("testdata", c.file)
-		if *update {
-			if err := os.WriteFile(path, []byte(c.got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.got != string(want) {
-			t.Errorf("%s differs from the declaration's rendering (run go test ./fsm -run Golden -update):\n%s",
-				path, firstDiff(string(want), c.got))
-		}
-	}
-}
-
-// firstDiff shows the first line where want and got differ.
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return "line " + strconv.Itoa(i+1) + ":\n  want " + wl + "\n  got  " + gl
-		}
-	}
-	return "(no line differs)"
-}
+// The tests below check what DOT and Mermaid say about Table, not their bytes:
+// the committed renderings in diagrams/ (and the README's mermaid block) are
+// compared byte for byte in one place, internal/cmd/diagrams (run make diagram).
 
 var (
 	dotNode = regexp.MustCompile(`(?m)^\t"([a-z-]+)"( \[[^]]*\])?;$`)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,9 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
+
+// root is the repository root, seen from this package's directory.
+const root = "../.."
 
 func TestDiagramToStdout(t *testing.T) {
 	for _, c := range []struct{ format, want string }{
@@ -22,28 +24,6 @@ func TestDiagramToStdout(t *testing.T) {
 		if out != c.want {
 			t.Errorf("--format %s printed something other than the declaration's rendering", c.format)
 		}
-	}
-	code, out, errOut := runCLI("diagram", "-format=svg")
-	if code != 0 || errOut != "" {
-		t.Fatalf("svg: code %d, stderr %q", code, errOut)
-	}
-	checkSVG(t, []byte(out))
-}
-
-// checkSVG: a complete SVG document with a node for every state.
-func checkSVG(t *testing.T, svg []byte) {
-	t.Helper()
-	s := string(svg)
-	if !strings.HasPrefix(s, "<?xml") || !strings.Contains(s, "<svg") || !strings.HasSuffix(strings.TrimSpace(s), "</svg>") {
-		t.Fatalf("not an SVG document: %.200q", s)
-	}
-	for _, st := range fsm.States {
-		if !strings.Contains(s, "<title>"+strings.ReplaceAll(st.String(), "-", "&#45;")+"</title>") {
-			t.Errorf("SVG has no node %q", st)
-		}
-	}
-	if got := strings.Count(s, `class="edge"`); got != len(fsm.Table)+1 {
-		t.Errorf("SVG has %d edges, want %d (rows + the initial arrow)", got, len(fsm.Table)+1)
 	}
 }
 
@@ -66,9 +46,8 @@ func TestDiagramAllFormatsToDir(t *testing.T) {
 	if read("lifecycle.mmd") != fsm.Mermaid() {
 		t.Error("lifecycle.mmd differs from fsm.Mermaid()")
 	}
-	checkSVG(t, []byte(read("lifecycle.svg")))
-	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
-		t.Errorf("%d files written, want 3", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d files written, want 2 (no SVG: make diagram renders it)", len(entries))
 	}
 }
 
@@ -84,9 +63,29 @@ func TestDiagramOneFormatToDir(t *testing.T) {
 	}
 }
 
+// TestDiagramSVGPointsToMakeDiagram: the binary links no layout engine, so
+// --format svg is a usage error that names the build-time tool, and writes
+// nothing, even with -o.
+func TestDiagramSVGPointsToMakeDiagram(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"diagram", "--format", "svg"},
+		{"diagram", "-format=svg", "-o", dir},
+	} {
+		code, out, errOut := runCLI(args...)
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, "mcpkeep diagram: ") ||
+			!strings.Contains(errOut, "make diagram") || !strings.Contains(errOut, "go run ./internal/cmd/diagrams") {
+			t.Errorf("%q: code %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("--format svg -o DIR created DIR (%v)", err)
+	}
+}
+
 func TestDiagramErrors(t *testing.T) {
 	code, out, errOut := runCLI("diagram", "--format", "png")
-	if code != 2 || out != "" || !strings.Contains(errOut, `unknown format "png"`) {
+	if code != 2 || out != "" || !strings.Contains(errOut, `unknown format "png" (want dot or mermaid)`) {
 		t.Errorf("--format png: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// -o naming a regular file cannot become a directory.
@@ -97,21 +96,5 @@ func TestDiagramErrors(t *testing.T) {
 	code, _, errOut = runCLI("diagram", "-o", file)
 	if code != 1 || !strings.HasPrefix(errOut, "mcpkeep diagram: ") {
 		t.Errorf("-o FILE: code %d, stderr %q", code, errOut)
-	}
-}
-
-// TestSVGDeterministic: the wasm renderer gives identical bytes each time,
-// which is what lets the drift test compare the committed SVG exactly.
-func TestSVGDeterministic(t *testing.T) {
-	a, err := renderSVG(fsm.DOT())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := renderSVG(fsm.DOT())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
-		t.Error("two renderings of the same DOT differ")
 	}
 }

@@ -25,7 +25,7 @@ var commands = []command{
 	{"proxy", "serve the configured servers' tools over stdio, each server supervised", runProxy},
 	{"demo", "watch a built-in server crash and recover (no setup, no network)", runDemo},
 	{"check", "validate a config file and print each server's retry schedule", runCheck},
-	{"diagram", "render the connection lifecycle (DOT, Mermaid, SVG)", runDiagram},
+	{"diagram", "render the connection lifecycle (DOT, Mermaid)", runDiagram},
 	{"replay", "check recorded event traces against the lifecycle", runReplay},
 	{"fixture", "the built-in MCP test server with fault modes", runFixture},
 	{"version", "print the version", runVersion},
