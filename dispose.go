@@ -8,84 +8,73 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-func (s *Supervisor) onDispose() {
-	t, ok := s.fire(fsm.Dispose, fsm.Facts{})
+// The rows into and out of draining: dispose (from every live state),
+// drained and drain_timeout.
+
+func (lc *lifecycle) onDispose(m message) {
+	t, ok := lc.fire(fsm.Dispose, m)
 	if !ok {
 		return // already draining or disposed
 	}
-	stopTimer(&s.retryTimer)
-	s.nextRetry = time.Time{}
-	if s.cur != nil {
-		s.endGen(s.cur)
+	stopTimer(&lc.retryTimer)
+	lc.nextRetry = time.Time{}
+	if lc.cur != nil {
+		lc.endGen(lc.cur)
 	}
-	s.drainTimer = s.opts.Clock.AfterFunc(s.opts.TerminationWindow, func() {
-		s.send(message{kind: mDrainTimeout})
+	lc.drainTimer = lc.opts.Clock.AfterFunc(lc.opts.TerminationWindow, func() {
+		lc.s.send(message{kind: mDrainTimeout})
 	})
-	s.emit(t, s.cur, nil)
-	s.activationDone(ErrDisposed)
-	if s.cur != nil {
-		s.checkBarrier(s.cur) // a deferred attempt has nothing to wait for
+	lc.emit(t, lc.cur, nil)
+	lc.activationDone(ErrDisposed)
+	if lc.cur != nil {
+		lc.checkBarrier(lc.cur) // a deferred attempt has nothing to wait for
 	}
-	s.checkDrained()
+	lc.checkDrained()
 }
 
-// checkDrained finishes the drain once the attempt, the sync and every
+// checkDrained finishes the drain once the attempt, every sync and every
 // barrier have settled.
-func (s *Supervisor) checkDrained() {
-	if s.m.State() != fsm.Draining || s.syncing != nil {
+func (lc *lifecycle) checkDrained() {
+	if lc.m.State() != fsm.Draining || lc.syncs > 0 || len(lc.barrierPending(nil)) > 0 {
 		return
 	}
-	for _, g := range s.gens {
-		if !g.barrierDone {
-			return
-		}
-	}
-	t, ok := s.fire(fsm.Drained, fsm.Facts{})
+	t, ok := lc.fire(fsm.Drained, message{kind: mDispose})
 	if !ok {
 		return
 	}
-	s.finish(t, nil)
+	lc.finish(t, nil)
 }
 
-func (s *Supervisor) onDrainTimeout() {
-	if s.m.State() != fsm.Draining {
-		s.drop()
-		return
-	}
-	t, ok := s.fire(fsm.DrainTimeout, fsm.Facts{})
+func (lc *lifecycle) onDrainTimeout(m message) {
+	t, ok := lc.fire(fsm.DrainTimeout, m)
 	if !ok {
 		return
 	}
-	var pending []uint64
-	for n, g := range s.gens {
-		if !g.barrierDone {
-			pending = append(pending, n)
-		}
-	}
-	err := fmt.Errorf("%w: generations %v still closing after %s", ErrIncompleteShutdown, pending, s.opts.TerminationWindow)
-	s.log(slog.LevelError, "incomplete shutdown", s.cur, slog.Any("err", err))
-	s.finish(t, err)
+	err := fmt.Errorf("%w: generations %v still closing after %s", ErrIncompleteShutdown, lc.barrierPending(nil), lc.opts.TerminationWindow)
+	lc.log(slog.LevelError, "incomplete shutdown", lc.cur, slog.Any("err", err))
+	lc.finish(t, err)
 }
 
-func (s *Supervisor) finish(t fsm.Transition, err error) {
-	stopTimer(&s.drainTimer)
-	stopTimer(&s.retryTimer)
-	for _, g := range s.gens {
+func (lc *lifecycle) finish(t fsm.Transition, err error) {
+	stopTimer(&lc.drainTimer)
+	stopTimer(&lc.retryTimer)
+	for _, g := range lc.gens {
 		stopTimer(&g.termTimer)
 		stopTimer(&g.stableTimer)
 		stopTimer(&g.connectTimer)
+		stopTimer(&g.deferTimer)
 	}
-	s.opts.Sink.Release(s.opts.Name)
-	s.toolCount = 0
-	s.finished = true
-	s.mu.Lock()
-	s.disposeErr = err
-	s.mu.Unlock()
-	s.emit(t, s.cur, err)
+	lc.opts.Sink.Release(lc.opts.Name)
+	lc.toolCount = 0
+	lc.finished = true
+	lc.s.mu.Lock()
+	lc.s.mu.disposeErr = err
+	lc.s.mu.Unlock()
+	lc.emit(t, lc.cur, err)
 }
 
 // unregister removes the server's tools (exhausted by budget, stuck).
-func (s *Supervisor) unregister() {
-	s.opts.Sink.Remove(s.opts.Name)
-	s.toolCount = 0
+func (lc *lifecycle) unregister() {
+	lc.opts.Sink.Remove(lc.opts.Name)
+	lc.toolCount = 0
 }

@@ -27,6 +27,8 @@ var (
 	// ErrStuck: a generation's close barrier did not complete within the
 	// termination window; no new process is started.
 	ErrStuck = errors.New("close barrier incomplete within the termination window")
+	// ErrAlreadyStarted: Start was called twice.
+	ErrAlreadyStarted = errors.New("already started")
 	// ErrNotStarted: Start has not been called.
 	ErrNotStarted = errors.New("not started")
 	// ErrInvalidOptions is wrapped by every Options validation error.

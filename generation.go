@@ -9,17 +9,17 @@ import (
 	"sync"
 
 	"github.com/benbjohnson/clock"
-	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // generation is one connection attempt and the session it yields.
 //
-// ctx, cancel and n never change. tg and cs are written by the loop (from
+// n, ctx and cancel never change. tg and cs are written by the loop (from
 // messages) before the generation is published to callers through
-// Supervisor.live, so the Call fast path reads cs without a lock. Every
-// other field is owned by the loop goroutine.
+// Supervisor.live, so the Call fast path reads cs without a lock. The
+// flags and timers are owned by the loop goroutine; callsMu guards the
+// in-flight call registry, which Call and the loop share.
 type generation struct {
 	n      uint64
 	ctx    context.Context // cancelled when the generation ends
@@ -27,10 +27,12 @@ type generation struct {
 	tg     transport.Generation
 	cs     *mcp.ClientSession
 
+	// Owned by the loop goroutine.
 	retry       bool // not the first generation of this Start: success logs "recovered"
 	activation  bool // the Start's first attempt: owns strict startup registration
 	deferred    bool // waiting for an older generation's barrier before opening
 	started     bool // the attempt goroutine was started
+	established bool // connected: the server served (its teardown has the stdin grace)
 	attemptDone bool
 	closeDone   bool // ClientSession.Close returned, or there never was a session
 	closing     bool // the closer goroutine was started
@@ -38,9 +40,11 @@ type generation struct {
 	failed      bool // the first failure signal was seen
 	ending      bool // teardown started
 	barrierDone bool
-	syncDirty   bool // a list_changed arrived while connecting
+	syncing     bool // a tools sync of this generation is running
+	syncDirty   bool // a list_changed arrived that no sync has covered yet
 
 	connectTimer *clock.Timer
+	deferTimer   *clock.Timer
 	stableTimer  *clock.Timer
 	termTimer    *clock.Timer
 
@@ -52,99 +56,15 @@ type generation struct {
 	callsEnded bool
 }
 
-func (s *Supervisor) newGeneration() *generation {
-	s.nextGen++
+func newGeneration(n uint64) *generation {
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &generation{n: s.nextGen, ctx: ctx, cancel: cancel}
-	s.gens[g.n] = g
-	return g
+	return &generation{n: n, ctx: ctx, cancel: cancel}
 }
 
 // barrierComplete: the attempt returned, the session (if any) is closed,
-// and the transport proved its resources released (DESIGN §2).
+// and the transport proved its resources released (docs/design.md §2).
 func (g *generation) barrierComplete() bool {
 	return g.attemptDone && g.closeDone && g.gone
-}
-
-// attempt runs on its own goroutine: open, handshake, initial tools/list.
-// Everything it learns reaches the loop as messages tagged with g.n.
-func (s *Supervisor) attempt(g *generation) {
-	defer s.wg.Done()
-	tg, err := s.opts.Opener.Open(g.ctx, g.n)
-	if err != nil {
-		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("open: %w", err)})
-		return
-	}
-	s.send(message{kind: mOpened, gen: g.n, tg: tg})
-
-	client := mcp.NewClient(s.opts.Client, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			// The SDK runs this on the connection's notification queue:
-			// hand it to the loop and return; never call back into the SDK.
-			s.sendOrAbandon(g.ctx, message{kind: mToolsChanged, gen: g.n})
-		},
-	})
-	var sopts *mcp.ClientSessionOptions
-	if so, ok := s.opts.Opener.(transport.SessionOptioner); ok {
-		sopts = so.SessionOptions()
-	}
-	cs, err := client.Connect(g.ctx, tg.Transport(), sopts)
-	if err != nil {
-		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("handshake: %w", err)})
-		return
-	}
-	defs, err := s.listTools(g.ctx, cs)
-	if err != nil {
-		s.send(message{kind: mAttempt, gen: g.n, cs: cs, err: fmt.Errorf("initial tools/list: %w", err)})
-		return
-	}
-	s.send(message{kind: mAttempt, gen: g.n, cs: cs, defs: defs})
-}
-
-// listTools fetches every page and builds the server's definitions.
-func (s *Supervisor) listTools(ctx context.Context, cs *mcp.ClientSession) ([]tools.Tool, error) {
-	var list []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, t)
-	}
-	return tools.Build(s.opts.Name, list, s.opts.Namer, s.opts.Limits)
-}
-
-// watchSession reports the end of an established generation's session.
-func (s *Supervisor) watchSession(g *generation) {
-	defer s.wg.Done()
-	err := g.cs.Wait()
-	if err == nil {
-		// A clean end of the stream says nothing; the transport may know
-		// why (the child's exit status, the HTTP failure).
-		err = errSessionEnded
-		if st := g.tg.Exit().Status; st != "" {
-			err = fmt.Errorf("%w: %s", errSessionEnded, st)
-		}
-	}
-	s.send(message{kind: mSessionEnded, gen: g.n, err: err})
-}
-
-// watchGone reports the transport's close signal, or gives up when the
-// supervisor finishes (a drain that timed out must not leak watchers).
-func (s *Supervisor) watchGone(g *generation) {
-	defer s.wg.Done()
-	select {
-	case <-g.tg.Gone():
-		s.send(message{kind: mGone, gen: g.n})
-	case <-s.stop:
-	}
-}
-
-// closeSession runs ClientSession.Close, which waits for in-flight calls;
-// the generation's context was cancelled first, so it stays bounded.
-func (s *Supervisor) closeSession(g *generation) {
-	defer s.wg.Done()
-	_ = g.cs.Close()
-	s.send(message{kind: mCloseReturned, gen: g.n})
 }
 
 // call forwards one tool call over this generation. The call's context is

@@ -245,20 +245,23 @@ func (h *harness) checkInvariants() {
 	if snap.Started && snap.State != fsm.Disposed {
 		var armed bool
 		var st fsm.State
-		if h.inspect(func() { armed, st = h.sup.retryTimer != nil, h.sup.m.State() }) {
+		if h.inspect(func() { armed, st = h.sup.lc.retryTimer != nil, h.sup.lc.m.State() }) {
 			if armed != (st == fsm.BackingOff) {
 				h.t.Fatalf("I5: retry timer armed=%v in %s", armed, st)
 			}
 		}
 	}
 	// I6: disposed: no timer, no live transport (goroutines: synctest and goleak).
-	if snap.State == fsm.Disposed && h.sup.disposeErr == nil {
+	h.sup.mu.Lock()
+	disposeErr := h.sup.mu.disposeErr
+	h.sup.mu.Unlock()
+	if snap.State == fsm.Disposed && disposeErr == nil {
 		select {
 		case <-h.sup.done:
 		default:
 			h.t.Fatalf("I6: disposed but the loop is running")
 		}
-		if h.sup.retryTimer != nil || h.sup.drainTimer != nil {
+		if h.sup.lc.retryTimer != nil || h.sup.lc.drainTimer != nil {
 			h.t.Fatalf("I6: disposed with a timer armed")
 		}
 		if n := h.mem.Live(); n != 0 {

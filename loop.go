@@ -1,98 +1,71 @@
 package mcpkeep
 
-import (
-	"fmt"
-
-	"github.com/mcpkeep/mcpkeep/fsm"
-)
-
-// loop is the single owner of the FSM. It starts the activation attempt
-// and then handles one message at a time until disposed.
+// loop is the single owner of the lifecycle. It starts the activation
+// attempt and then handles one message at a time until disposed.
+//
+// Which message goes to which handler (the handler fires the row's event
+// through lifecycle.fire, whose guards drop what is stale):
+//
+//	mOpened          connecting.go  onOpened        (no event: the transport is watched)
+//	mAttempt         connecting.go  onAttempt       connected | failed
+//	mConnectTimeout  connecting.go  onConnectTimeout failed
+//	mDeferralTimeout connecting.go  onDeferralTimeout failed
+//	mSessionEnded    established.go onSessionEnded  closed
+//	mStable          established.go onStable        stable
+//	mToolsChanged    established.go onToolsChanged  tools_changed
+//	mSyncDone        established.go onSyncDone      (no event: the sync's outcome)
+//	mCloseReturned   lost.go        onCloseReturned released | drained, at the barrier
+//	mGone            lost.go        onGone          released | drained, at the barrier
+//	mTermWindow      lost.go        onTermWindow    stuck
+//	mRetryDue        backoff.go     onRetryDue      retry_due
+//	mReconnect       backoff.go     onReconnect     reconnect
+//	mDispose         dispose.go     onDispose       dispose
+//	mDrainTimeout    dispose.go     onDrainTimeout  drain_timeout
 func (s *Supervisor) loop() {
 	defer close(s.done)
 	defer close(s.stop)
-	s.enterConnecting().activation = true
-	s.publish()
-	for !s.finished {
-		s.handle(<-s.inbox)
-		s.publish()
+	lc := s.lc
+	lc.enterConnecting().activation = true
+	lc.publish()
+	for !lc.finished {
+		lc.handle(<-s.inbox)
+		lc.publish()
 	}
 }
 
-func (s *Supervisor) handle(m message) {
+func (lc *lifecycle) handle(m message) {
 	switch m.kind {
 	case mOpened:
-		s.onOpened(m)
+		lc.onOpened(m)
 	case mAttempt:
-		s.onAttempt(m)
+		lc.onAttempt(m)
 	case mConnectTimeout:
-		g := s.gens[m.gen]
-		if g == nil || g != s.cur || s.m.State() != fsm.Connecting || g.failed {
-			s.drop()
-			return
-		}
-		s.onFailed(g, fmt.Errorf("%w after %s", ErrConnectTimeout, s.opts.ConnectTimeout))
+		lc.onConnectTimeout(m)
+	case mDeferralTimeout:
+		lc.onDeferralTimeout(m)
 	case mSessionEnded:
-		g := s.gens[m.gen]
-		if g == nil || g != s.cur || g.ending || s.m.State() != fsm.Established {
-			s.drop()
-			return
-		}
-		s.onLost(g, m.err)
-	case mCloseReturned:
-		if g := s.gens[m.gen]; g != nil {
-			g.closeDone = true
-			s.checkBarrier(g)
-		}
-	case mGone:
-		if g := s.gens[m.gen]; g != nil {
-			g.gone = true
-			s.checkBarrier(g)
-		}
-	case mTermWindow:
-		s.onTermWindow(m.gen)
-	case mRetryDue:
-		if s.m.State() != fsm.BackingOff || m.seq != s.retrySeq {
-			s.drop()
-			return
-		}
-		s.onRetryDue()
+		lc.onSessionEnded(m)
 	case mStable:
-		g := s.gens[m.gen]
-		if g == nil || g != s.cur || g.ending {
-			s.drop()
-			return
-		}
-		t, ok := s.fire(fsm.Stable, fsm.Facts{})
-		if !ok {
-			return
-		}
-		s.budget.Reset()
-		s.emit(t, g, nil)
+		lc.onStable(m)
 	case mToolsChanged:
-		s.onToolsChanged(m.gen)
+		lc.onToolsChanged(m)
 	case mSyncDone:
-		s.onSyncDone(m)
+		lc.onSyncDone(m)
+	case mCloseReturned:
+		lc.onCloseReturned(m)
+	case mGone:
+		lc.onGone(m)
+	case mTermWindow:
+		lc.onTermWindow(m)
+	case mRetryDue:
+		lc.onRetryDue(m)
 	case mReconnect:
-		m.reply <- s.onReconnect()
+		m.reply <- lc.onReconnect(m)
 	case mDispose:
-		s.onDispose()
+		lc.onDispose(m)
 	case mDrainTimeout:
-		s.onDrainTimeout()
+		lc.onDrainTimeout(m)
 	case mInspect:
 		m.probe()
 	}
 }
-
-// fire applies ev. A guard that rejects (a stale generation, a repeated
-// failure) or an event not declared here is dropped and counted.
-func (s *Supervisor) fire(ev fsm.Event, facts fsm.Facts) (fsm.Transition, bool) {
-	t, err := s.m.Fire(ev, facts)
-	if err != nil {
-		s.drop()
-		return t, false
-	}
-	return t, true
-}
-
-func (s *Supervisor) drop() { s.dropped.Add(1) }

@@ -9,25 +9,28 @@ import (
 type msgKind uint8
 
 const (
-	mOpened         msgKind = iota // attempt: the transport is open
-	mAttempt                       // attempt: finished (cs+defs, or err)
-	mConnectTimeout                // timer: connect timeout of gen
-	mSessionEnded                  // watcher: ClientSession.Wait returned
-	mCloseReturned                 // closer: ClientSession.Close returned
-	mGone                          // watcher: the transport's close signal
-	mTermWindow                    // timer: gen's barrier deadline
-	mRetryDue                      // timer: backoff elapsed (seq)
-	mStable                        // timer: gen stayed up for the stability window
-	mToolsChanged                  // SDK: tools/list_changed from gen
-	mSyncDone                      // sync: tools/list finished
-	mReconnect                     // host: manual restart
-	mDispose                       // host: shut down
-	mDrainTimeout                  // timer: drain exceeded the termination window
-	mInspect                       // tests: read loop-owned state
+	mDerived         msgKind = iota // the loop itself: an event a handler derives (released, stuck)
+	mOpened                         // attempt: the transport is open
+	mAttempt                        // attempt: finished (cs+defs, or err)
+	mConnectTimeout                 // timer: connect timeout of gen
+	mDeferralTimeout                // timer: gen waited too long for an older barrier
+	mSessionEnded                   // watcher: ClientSession.Wait returned
+	mCloseReturned                  // closer: ClientSession.Close returned
+	mGone                           // watcher: the transport's close signal
+	mTermWindow                     // timer: gen's barrier deadline
+	mRetryDue                       // timer: backoff elapsed (seq)
+	mStable                         // timer: gen stayed up for the stability window
+	mToolsChanged                   // SDK: tools/list_changed from gen
+	mSyncDone                       // sync: tools/list finished
+	mReconnect                      // host: manual restart
+	mDispose                        // host: shut down
+	mDrainTimeout                   // timer: drain exceeded the termination window
+	mInspect                        // tests: read loop-owned state
 )
 
 // message is the only way into the loop. gen names the generation the
-// signal belongs to; the loop drops it when that generation is stale.
+// signal belongs to (seq the retry timer); the guards drop it when that
+// generation or timer is no longer current.
 type message struct {
 	kind  msgKind
 	gen   uint64

@@ -8,56 +8,63 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-func (s *Supervisor) activationDone(err error) {
-	if s.activated {
+// What the lifecycle shows the host: the activation outcome for Start,
+// the snapshot under the Supervisor's mutex, observers, and logs.
+
+func (lc *lifecycle) activationDone(err error) {
+	if lc.activated {
 		return
 	}
-	s.activated = true
-	s.activation <- err
+	lc.activated = true
+	lc.s.mu.Lock()
+	act := lc.s.mu.activation
+	lc.s.mu.Unlock()
+	act <- err
 }
 
 // emit tells observers about t, after publishing the snapshot so an
 // observer that reads State sees the state it was told about.
-func (s *Supervisor) emit(t fsm.Transition, g *generation, err error) {
-	s.publish()
+func (lc *lifecycle) emit(t fsm.Transition, g *generation, err error) {
+	lc.publish()
 	var n uint64
 	if g != nil {
 		n = g.n
 	}
-	s.obs.notify(Transition{
-		Server: s.opts.Name, Gen: n, From: t.From, To: t.To, Event: t.Event, Guard: t.Guard.Name,
-		Attempt: s.budget.Attempt(), NextRetry: s.nextRetry, Err: err, At: s.opts.Clock.Now(),
+	lc.s.obs.notify(Transition{
+		Server: lc.opts.Name, Gen: n, From: t.From, To: t.To, Event: t.Event, Guard: t.Guard.Name,
+		Attempt: lc.budget.Attempt(), NextRetry: lc.nextRetry, Err: err, At: lc.opts.Clock.Now(),
 	})
 }
 
 // publish refreshes the snapshot and wakes its waiters when it changed.
-func (s *Supervisor) publish() {
+func (lc *lifecycle) publish() {
 	var n uint64
-	if s.cur != nil {
-		n = s.cur.n
+	if lc.cur != nil {
+		n = lc.cur.n
 	}
 	snap := Snapshot{
-		Server: s.opts.Name, State: s.m.State(), Gen: n,
-		Attempt: s.budget.Attempt(), MaxAttempts: s.opts.policy.MaxAttempts,
-		NextRetry: s.nextRetry, LastErr: s.lastErr, Tools: s.toolCount, Started: true,
+		Server: lc.opts.Name, State: lc.m.State(), Gen: n,
+		Attempt: lc.budget.Attempt(), MaxAttempts: lc.opts.policy.MaxAttempts,
+		NextRetry: lc.nextRetry, LastErr: lc.lastErr, Tools: lc.toolCount, Started: true,
 	}
+	s := lc.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sameSnapshot(snap, s.snap) {
+	if sameSnapshot(snap, s.mu.snap) {
 		return
 	}
-	s.snap = snap
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.mu.snap = snap
+	close(s.mu.changed)
+	s.mu.changed = make(chan struct{})
 }
 
-func (s *Supervisor) log(level slog.Level, msg string, g *generation, attrs ...slog.Attr) {
+func (lc *lifecycle) log(level slog.Level, msg string, g *generation, attrs ...slog.Attr) {
 	var n uint64
 	if g != nil {
 		n = g.n
 	}
-	all := append([]slog.Attr{slog.String("server", s.opts.Name), slog.Uint64("gen", n)}, attrs...)
-	s.opts.Logger.LogAttrs(context.Background(), level, msg, all...)
+	all := append([]slog.Attr{slog.String("server", lc.opts.Name), slog.Uint64("gen", n)}, attrs...)
+	lc.opts.Logger.LogAttrs(context.Background(), level, msg, all...)
 }
 
 // sameSnapshot compares field by field; errors by identity, guarding

@@ -24,4 +24,7 @@ type Snapshot struct {
 // stopped mattering. Tests read it to prove staleness is inert (I7).
 type Stats struct {
 	Dropped uint64
+	// Rejected counts, per guard key (fsm.Guard.Key), the events a
+	// declared guard refused: each is also counted in Dropped.
+	Rejected map[string]uint64
 }

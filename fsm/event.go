@@ -1,5 +1,7 @@
 package fsm
 
+import "strconv"
+
 // Event is an input to the lifecycle (DESIGN §3).
 type Event uint8
 
@@ -41,7 +43,7 @@ func (e Event) String() string {
 	if int(e) < len(eventNames) {
 		return eventNames[e]
 	}
-	return "event(" + itoa(int(e)) + ")"
+	return "event(" + strconv.Itoa(int(e)) + ")"
 }
 
 // ParseEvent is the inverse of String.

@@ -15,48 +15,49 @@ type Facts struct {
 	BudgetSpent bool
 }
 
-// Guard is a named predicate declared with a transition. Its Name is what
-// the diagrams print on the edge.
+// Guard is a named predicate declared with a transition. Key identifies
+// it (stable, for code, counters and looplab's event names); Name is what
+// the diagrams print on the edge and may be reworded freely.
 type Guard struct {
+	Key   string
 	Name  string
 	Holds func(Facts) bool
 }
 
 // Always is the absent guard.
-var Always = Guard{Name: "", Holds: func(Facts) bool { return true }}
+var Always = Guard{Key: "", Name: "", Holds: func(Facts) bool { return true }}
 
 var (
-	GenCurrent = Guard{Name: "gen is current",
+	// GenCurrent: the event's generation is the current one.
+	GenCurrent = Guard{Key: "gen_current", Name: "gen is current",
 		Holds: func(f Facts) bool { return !f.Stale }}
-	FirstFailure = Guard{Name: "gen is current ∧ first failure signal of gen",
+	// FirstFailure: the generation is current and has not failed before.
+	FirstFailure = Guard{Key: "first_failure", Name: "gen is current ∧ first failure signal of gen",
 		Holds: func(f Facts) bool { return !f.Stale && !f.Repeated }}
-	BudgetLeft = Guard{Name: "reconnect enabled ∧ budget left",
+	// TimerCurrent: the timer that fired is the one armed now (a retry
+	// timer of an earlier backoff is stale).
+	TimerCurrent = Guard{Key: "timer_current", Name: "timer is current",
+		Holds: func(f Facts) bool { return !f.Stale }}
+	BudgetLeft = Guard{Key: "budget_left", Name: "reconnect enabled ∧ budget left",
 		Holds: func(f Facts) bool { return !f.ReconnectDisabled && !f.BudgetSpent }}
-	BudgetSpent = Guard{Name: "reconnect enabled ∧ budget spent",
+	BudgetSpent = Guard{Key: "budget_spent", Name: "reconnect enabled ∧ budget spent",
 		Holds: func(f Facts) bool { return !f.ReconnectDisabled && f.BudgetSpent }}
-	ReconnectOff = Guard{Name: "reconnect disabled",
+	ReconnectOff = Guard{Key: "reconnect_off", Name: "reconnect disabled",
 		Holds: func(f Facts) bool { return f.ReconnectDisabled }}
 )
 
 // Guards lists every named guard (Always excluded).
-var Guards = []Guard{GenCurrent, FirstFailure, BudgetLeft, BudgetSpent, ReconnectOff}
+var Guards = []Guard{GenCurrent, FirstFailure, TimerCurrent, BudgetLeft, BudgetSpent, ReconnectOff}
 
-// key is a stable identifier used to keep guarded rows distinct for
-// looplab/fsm, whose table is keyed by (event, source) only.
-func (g Guard) key() string {
-	switch g.Name {
-	case "":
-		return ""
-	case GenCurrent.Name:
-		return "gen_current"
-	case FirstFailure.Name:
-		return "first_failure"
-	case BudgetLeft.Name:
-		return "budget_left"
-	case BudgetSpent.Name:
-		return "budget_spent"
-	case ReconnectOff.Name:
-		return "reconnect_off"
+// Rejecting calls visit with the guard of each row of (from, ev) that does
+// not hold for facts: the drivers count what each guard refused.
+func Rejecting(from State, ev Event, facts Facts, visit func(Guard)) {
+	if int(from) >= len(States) || int(ev) >= len(Events) {
+		return
 	}
-	return "guard"
+	for _, i := range compiled.rows[int(from)*len(Events)+int(ev)] {
+		if g := Table[i].Guard; !g.Holds(facts) {
+			visit(g)
+		}
+	}
 }

@@ -32,7 +32,7 @@ type compiledTable struct {
 // looplabName keeps guarded rows of one (from, event) distinct for looplab,
 // whose table is keyed by (event, source) alone.
 func looplabName(t Transition) string {
-	if k := t.Guard.key(); k != "" {
+	if k := t.Guard.Key; k != "" {
 		return t.Event.String() + "[" + k + "]"
 	}
 	return t.Event.String()
@@ -77,7 +77,7 @@ func (m *Machine) Fire(ev Event, facts Facts) (Transition, error) {
 	}
 	t := Table[i]
 	// context.Background: looplab wedges forever on a cancelled context
-	// (anchors §3.1.3), and this machine has no callbacks to cancel.
+	// (docs/design.md §3: a cancelled context wedges its event forever), and this machine has no callbacks to cancel.
 	if lerr := m.lf.Event(context.Background(), compiled.names[i]); lerr != nil {
 		var noTrans lfsm.NoTransitionError
 		if !t.Internal || !errors.As(lerr, &noTrans) {

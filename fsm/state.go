@@ -1,5 +1,7 @@
 package fsm
 
+import "strconv"
+
 // State is a lifecycle state of one supervised server (DESIGN §3).
 type State uint8
 
@@ -31,7 +33,7 @@ func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]
 	}
-	return "state(" + itoa(int(s)) + ")"
+	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
 // ParseState is the inverse of String.
@@ -46,25 +48,3 @@ func ParseState(name string) (State, bool) {
 
 // Terminal reports whether nothing leaves s.
 func (s State) Terminal() bool { return s == Disposed }
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
-}

@@ -8,7 +8,7 @@ type Transition struct {
 	Event Event
 	Guard Guard
 	To    State
-	// Internal transitions do not change state (DESIGN §3); looplab/fsm
+	// Internal transitions do not change state (docs/design.md §3); looplab/fsm
 	// reports them as NoTransitionError, which Fire treats as success.
 	Internal bool
 	// Log is the exact message the driver logs on this transition, if any.
@@ -19,7 +19,9 @@ type Transition struct {
 	Carries []Invariant
 }
 
-// Table is the lifecycle of DESIGN §3, row for row.
+// Table is the lifecycle (docs/design.md §3), row for row. Every event of a
+// generation (or of a timer) is guarded by its currency: the guards are the
+// supervisor's only filter of stale and repeated signals.
 var Table = []Transition{
 	{From: Connecting, Event: Connected, Guard: GenCurrent, To: Established,
 		Log:     "recovered",
@@ -40,7 +42,7 @@ var Table = []Transition{
 		Log:     "connection lost",
 		Effects: "gen context cancelled: in-flight calls fail now",
 		Carries: []Invariant{I1, I7}},
-	{From: Established, Event: Stable, Guard: Always, To: Established, Internal: true,
+	{From: Established, Event: Stable, Guard: GenCurrent, To: Established, Internal: true,
 		Effects: "budget reset to zero",
 		Carries: []Invariant{I4}},
 	{From: Established, Event: ToolsChanged, Guard: GenCurrent, To: Established, Internal: true,
@@ -65,14 +67,14 @@ var Table = []Transition{
 		Log:     "reconnect disabled",
 		Effects: "tools stay registered and fail (manual recovery)",
 		Carries: []Invariant{I4}},
-	{From: Lost, Event: Stuck, Guard: Always, To: Exhausted,
+	{From: Lost, Event: Stuck, Guard: GenCurrent, To: Exhausted,
 		Effects: "no close signal within the termination window: fail closed, never start another process; tools unregistered",
 		Carries: []Invariant{I1, I3}},
 	{From: Lost, Event: Dispose, Guard: Always, To: Draining,
 		Effects: "the pending close barrier is awaited",
 		Carries: []Invariant{I1, I6}},
 
-	{From: BackingOff, Event: RetryDue, Guard: Always, To: Connecting,
+	{From: BackingOff, Event: RetryDue, Guard: TimerCurrent, To: Connecting,
 		Effects: "gen n+1",
 		Carries: []Invariant{I1, I5}},
 	{From: BackingOff, Event: Reconnect, Guard: Always, To: Connecting,

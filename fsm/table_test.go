@@ -53,7 +53,9 @@ func TestNames(t *testing.T) {
 	}
 }
 
-// TestTableMatchesDesign pins fsm.Table to DESIGN §3, row for row.
+// TestTableMatchesDesign pins fsm.Table to docs/design.md §3, row for row
+// (DESIGN's table plus the currency guards on stable, stuck and retry_due:
+// the guards are the only filter of stale signals).
 func TestTableMatchesDesign(t *testing.T) {
 	type row struct {
 		from, event, guard, to string
@@ -66,16 +68,16 @@ func TestTableMatchesDesign(t *testing.T) {
 		{"connecting", "tools_changed", "gen is current", "connecting", true, ""},
 		{"connecting", "dispose", "", "draining", false, ""},
 		{"established", "closed", "gen is current", "lost", false, "connection lost"},
-		{"established", "stable", "", "established", true, ""},
+		{"established", "stable", "gen is current", "established", true, ""},
 		{"established", "tools_changed", "gen is current", "established", true, ""},
 		{"established", "reconnect", "", "lost", false, ""},
 		{"established", "dispose", "", "draining", false, ""},
 		{"lost", "released", "reconnect enabled ∧ budget left", "backing-off", false, "reconnecting"},
 		{"lost", "released", "reconnect enabled ∧ budget spent", "exhausted", false, "gave up"},
 		{"lost", "released", "reconnect disabled", "exhausted", false, "reconnect disabled"},
-		{"lost", "stuck", "", "exhausted", false, ""},
+		{"lost", "stuck", "gen is current", "exhausted", false, ""},
 		{"lost", "dispose", "", "draining", false, ""},
-		{"backing-off", "retry_due", "", "connecting", false, ""},
+		{"backing-off", "retry_due", "timer is current", "connecting", false, ""},
 		{"backing-off", "reconnect", "", "connecting", false, ""},
 		{"backing-off", "dispose", "", "draining", false, ""},
 		{"exhausted", "reconnect", "", "connecting", false, ""},
