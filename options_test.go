@@ -3,12 +3,14 @@ package mcpkeep
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 )
 
@@ -115,5 +117,26 @@ func TestServerOptions(t *testing.T) {
 	}
 	if _, err := New(opts); err != nil {
 		t.Errorf("New: %v", err)
+	}
+}
+
+// TestOptionsServerNameRule: New refuses a name that tools.CheckServerName
+// refuses, naming the field and the rule (DESIGN R29).
+func TestOptionsServerNameRule(t *testing.T) {
+	for _, name := range []string{"a__b", "a_", "", strings.Repeat("a", 33), "a.b"} {
+		_, err := New(Options{Name: name, Opener: transport.NewMemory()})
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Field != "name" || !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, tools.ErrInvalidName) {
+			t.Errorf("%q: New = %v, want an *OptionError for name", name, err)
+			continue
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "mcpkeep: name: "+tools.ServerNameRule) || !strings.Contains(msg, strconv.Quote(name)) {
+			t.Errorf("%q: error %q does not state the rule and the name", name, msg)
+		}
+	}
+	for _, name := range []string{"a_b", "a-b", "A1", strings.Repeat("a", 32)} {
+		if _, err := New(Options{Name: name, Opener: transport.NewMemory()}); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 )
 
@@ -308,5 +309,28 @@ func TestServerHTTPOpener(t *testing.T) {
 	h, ok := op.(*transport.HTTP)
 	if !ok || h.URL != "https://example.com/mcp" || h.Headers["Authorization"] != "Bearer ${T}" || h.Server != "web" {
 		t.Errorf("opener %#v", op)
+	}
+}
+
+// TestConfigServerNameRule: the config refuses a server name that
+// tools.CheckServerName refuses, at the server's JSON path (DESIGN R29).
+func TestConfigServerNameRule(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"a__b", `mcpServers.a__b: ` + tools.ServerNameRule + ` (it prefixes the public tool names, <server>__<tool>): "a__b" contains "__"`},
+		{"a_", `mcpServers.a_: ` + tools.ServerNameRule + ` (it prefixes the public tool names, <server>__<tool>): "a_" ends in "_"`},
+	} {
+		_, _, err := Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"`+tc.name+`":{"command":"y"}}}`), envOf(nil))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Path != "mcpServers."+tc.name || err.Error() != tc.want {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", tc.name, err, tc.want)
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, tools.ErrInvalidName) {
+			t.Errorf("%s: %v is not ErrInvalidConfig and tools.ErrInvalidName", tc.name, err)
+		}
+	}
+	for _, ok := range []string{"a_b", "a-b", "A1", strings.Repeat("a", 32)} {
+		if _, _, err := Parse([]byte(`{"mcpServers":{"`+ok+`":{"command":"x"}}}`), envOf(nil)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
 	}
 }
