@@ -7,7 +7,7 @@
 // tools.Sink atomically, gives up cleanly when the server is really dead,
 // never lets two generations' transports (for stdio: processes) overlap,
 // and shuts down to quiescence. A Pool runs one Supervisor per server of a
-// Config and reloads by difference.
+// config.Config and reloads by difference.
 //
 // # Lifecycle
 //
