@@ -24,6 +24,7 @@ func (s *Supervisor) attempt(g *generation) {
 	}
 	if !s.send(message{kind: mOpened, gen: g.n, tg: tg}) {
 		abort(tg)
+		<-tg.Gone() // the name's quarantine waits for this attempt
 		return
 	}
 
@@ -51,6 +52,7 @@ func (s *Supervisor) attempt(g *generation) {
 		// Nobody will close this session or end the transport.
 		_ = cs.Close()
 		abort(tg)
+		<-tg.Gone()
 	}
 }
 

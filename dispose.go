@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tools"
 )
 
 // The rows into and out of draining: dispose (from every live state),
@@ -64,8 +65,24 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 		stopTimer(&g.connectTimer)
 		stopTimer(&g.deferTimer)
 	}
-	lc.opts.Sink.Release(lc.opts.Name)
 	lc.toolCount = 0
+	if err == nil {
+		lc.s.releaseName(true)
+	} else {
+		// Not proven gone: unregister the tools but keep the name until
+		// the late close signals arrive (R22).
+		lc.opts.Sink.Remove(lc.opts.Name)
+		if q, ok := lc.opts.Sink.(tools.Quarantiner); ok {
+			q.Quarantine(lc.opts.Name)
+		}
+		var gone []<-chan struct{}
+		for _, g := range lc.gens {
+			if g.tg != nil && !g.gone {
+				gone = append(gone, g.tg.Gone())
+			}
+		}
+		go lc.s.awaitRelease(gone)
+	}
 	lc.finished = true
 	lc.s.mu.Lock()
 	lc.s.mu.disposeErr = err

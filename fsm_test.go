@@ -790,6 +790,7 @@ func runRow(t *testing.T, row raceRow) {
 		t.Fatalf("Dispose = %v, want %v", err, row.disposeErr)
 	}
 	h.wantState(fsm.Disposed)
+	h.releaseQuarantine()
 	steps := h.steps()
 	if row.collapse {
 		steps = collapseRuns(steps)

@@ -297,6 +297,28 @@ func (h *harness) dispose() error {
 	return nil
 }
 
+// releaseQuarantine delivers every withheld close signal after Dispose
+// and checks that the server's name is then released (R22): an
+// incomplete shutdown keeps it quarantined only until the late signals.
+func (h *harness) releaseQuarantine() {
+	h.t.Helper()
+	for n := uint64(1); n < 100; n++ {
+		if g := h.mem.Gen(n); g != nil {
+			g.ReleaseGone()
+		}
+	}
+	synctest.Wait()
+	select {
+	case <-h.sup.Released():
+	default:
+		h.t.Fatalf("disposed, every close signal delivered, and the name is still not released")
+	}
+	if err := h.set.Reserve("srv"); err != nil {
+		h.t.Fatalf("after the release: Reserve = %v", err)
+	}
+	h.set.Release("srv")
+}
+
 // forceDispose ends a failed row: it releases every withheld close
 // signal and drains with a bounded amount of mock time.
 func (h *harness) forceDispose() {

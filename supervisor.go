@@ -25,6 +25,10 @@ type Supervisor struct {
 	inbox chan message
 	done  chan struct{} // closed when the loop has returned
 	stop  chan struct{} // closed by the loop on exit: releases watchers
+	// released is closed once the server's name was released in the Sink:
+	// every generation's close barrier completed (see Released).
+	released     chan struct{}
+	releasedOnce sync.Once
 	wg    sync.WaitGroup
 	obs   observers
 
@@ -63,6 +67,8 @@ func New(opts Options) (*Supervisor, error) {
 		inbox: make(chan message, 64),
 		done:  make(chan struct{}),
 		stop:  make(chan struct{}),
+
+		released: make(chan struct{}),
 	}
 	s.mu.changed = make(chan struct{})
 	s.mu.snap = Snapshot{Server: r.Name, State: fsm.Connecting, MaxAttempts: r.policy.MaxAttempts}
@@ -139,6 +145,7 @@ func (s *Supervisor) Dispose(ctx context.Context) error {
 		s.mu.disposed = true
 		s.mu.snap.State = fsm.Disposed
 		s.mu.Unlock()
+		s.releaseName(false) // never reserved
 		return nil
 	}
 	s.mu.Unlock()
@@ -159,6 +166,37 @@ func (s *Supervisor) Dispose(ctx context.Context) error {
 
 // Done is closed when the supervisor's loop has ended (disposed).
 func (s *Supervisor) Done() <-chan struct{} { return s.done }
+
+// Released is closed once the server's name is free again in the Sink:
+// at the end of a complete drain, or, after an incomplete shutdown
+// (ErrIncompleteShutdown), only when the late close signals of every
+// generation arrived. Until then the name stays quarantined (Reserve
+// fails with tools.ErrQuarantined in a tools.Set): a replacement must
+// never run beside a process that may still live (docs/design.md §6).
+func (s *Supervisor) Released() <-chan struct{} { return s.released }
+
+// releaseName releases the name in the sink (if it was reserved) and
+// closes released, once.
+func (s *Supervisor) releaseName(reserved bool) {
+	s.releasedOnce.Do(func() {
+		if reserved {
+			s.opts.Sink.Release(s.opts.Name)
+		}
+		close(s.released)
+	})
+}
+
+// awaitRelease is the quarantine of an incomplete shutdown: it waits for
+// the supervisor's goroutines (an attempt ends what it opened, a closer
+// returns) and for every generation's close signal, then frees the name.
+// It lives as long as a process of the server may live.
+func (s *Supervisor) awaitRelease(gone []<-chan struct{}) {
+	s.wg.Wait()
+	for _, c := range gone {
+		<-c
+	}
+	s.releaseName(true)
+}
 
 // Reconnect restarts the server by hand: from established it closes the
 // current generation, from backing-off it skips the wait, from exhausted

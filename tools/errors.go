@@ -13,6 +13,12 @@ var (
 	// ErrReserved: Reserve of a server name that is already reserved. Two
 	// supervisors of one name would fight over one tool set (DESIGN §9).
 	ErrReserved = errors.New("server name already reserved")
+	// ErrQuarantined: Reserve of a server name whose previous holder was
+	// disposed without proving its process gone (an incomplete shutdown).
+	// The name stays taken until that holder releases it, so a replacement
+	// can never run beside a process that may still live. It also matches
+	// ErrReserved.
+	ErrQuarantined = errors.New("server name quarantined: its previous process may still be running")
 	// ErrNotReserved: Replace for a server that was never reserved or was
 	// released.
 	ErrNotReserved = errors.New("server name not reserved")
@@ -97,5 +103,8 @@ func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
 
 // reservationError names the server for ErrReserved and ErrNotReserved.
 func reservationError(server string, err error) error {
+	if err == ErrQuarantined {
+		return fmt.Errorf("tools: server %q: %w (%w)", server, ErrQuarantined, ErrReserved)
+	}
 	return fmt.Errorf("tools: server %q: %w", server, err)
 }

@@ -39,6 +39,9 @@ type registration struct {
 	server string
 	gen    uint64
 	defs   []Tool // sorted by public name; replaced whole, never modified in place
+	// quarantined: the holder was disposed with its process unproven
+	// gone; only its Release frees the name.
+	quarantined bool
 }
 
 // A slot locates a registered public name.
@@ -67,7 +70,10 @@ func (s *Set) Reserve(server string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.servers[server]; ok {
+	if reg, ok := s.servers[server]; ok {
+		if reg.quarantined {
+			return reservationError(server, ErrQuarantined)
+		}
 		return reservationError(server, ErrReserved)
 	}
 	s.servers[server] = &registration{server: server}
@@ -187,6 +193,17 @@ func (s *Set) Remove(server string) {
 
 // Release is Remove followed by dropping the reservation; the name can then
 // be reserved again.
+// Quarantine unregisters the server's tools and keeps its name reserved,
+// marked so that Reserve fails with ErrQuarantined, until Release.
+func (s *Set) Quarantine(server string) {
+	s.mu.Lock()
+	s.remove(server)
+	if reg, ok := s.servers[server]; ok {
+		reg.quarantined = true
+	}
+	s.unlockAndDeliver()
+}
+
 func (s *Set) Release(server string) {
 	s.mu.Lock()
 	s.remove(server)

@@ -63,3 +63,16 @@ type Lookuper interface {
 }
 
 var _ Lookuper = (*Set)(nil)
+
+// A Quarantiner is a Sink that can hold a name for a holder that was
+// disposed without proving its process gone (an incomplete shutdown):
+// Quarantine unregisters the server's tools and keeps the name reserved,
+// with Reserve failing with ErrQuarantined, until the holder's Release. A
+// Sink without it keeps the name reserved all the same (Reserve fails
+// with ErrReserved): the supervisor releases the name only once its last
+// generation's close barrier completed, late close signals included.
+type Quarantiner interface {
+	Quarantine(server string)
+}
+
+var _ Quarantiner = (*Set)(nil)
