@@ -29,8 +29,8 @@ type Supervisor struct {
 	// every generation's close barrier completed (see Released).
 	released     chan struct{}
 	releasedOnce sync.Once
-	wg    sync.WaitGroup
-	obs   observers
+	wg           sync.WaitGroup
+	obs          observers
 
 	// live is the established generation, read lock-free by Call.
 	live atomic.Pointer[generation]
