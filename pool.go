@@ -3,7 +3,6 @@ package mcpkeep
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -15,11 +14,16 @@ import (
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ErrUnknownTool: Pool.Call of a public name no server has registered.
 var ErrUnknownTool = errors.New("unknown tool")
+
+// ErrWaiting: Pool.Apply did not start a server because the previous
+// supervisor of its name has not proven its process gone (its name is
+// quarantined, tools.ErrQuarantined). The pool starts it by itself once
+// the late close signal arrives.
+var ErrWaiting = errors.New("waiting for the previous process of the server to end")
 
 // PoolOptions configure a Pool. Every field is optional.
 type PoolOptions struct {
@@ -30,7 +34,8 @@ type PoolOptions struct {
 	// Logger receives the supervisors' lifecycle logs, the transports'
 	// debug output and the pool's own; nil discards.
 	Logger *slog.Logger
-	// Clock drives the supervisors' timers; nil is the real clock.
+	// Clock drives the supervisors' timers and the pool's bounded waits;
+	// nil is the real clock.
 	Clock clock.Clock
 	// Rand is the jitter source; nil is math/rand/v2's.
 	Rand backoff.Rand
@@ -45,31 +50,67 @@ type PoolOptions struct {
 // Pool supervises the servers of a config.Config: one Supervisor per
 // server, all registering into one tools Sink. Apply reloads by
 // difference, so a config change restarts only the servers it touches.
+//
+// A server name is never served by two supervisors whose processes could
+// overlap: a replacement starts only after its predecessor released the
+// name (Supervisor.Released), which after an incomplete shutdown waits for
+// the late close signal (docs/design.md §6).
 type Pool struct {
-	opts PoolOptions
-	sink tools.Sink
-	log  *slog.Logger
+	opts  PoolOptions
+	sink  tools.Sink
+	log   *slog.Logger
+	clock clock.Clock
 
-	apply sync.Mutex // serializes Apply and Dispose
+	// base is cancelled by Dispose: it ends the starts of an Apply in
+	// flight and every wait for a quarantined predecessor.
+	base   context.Context
+	cancel context.CancelFunc
+	// applying is a one-slot lock held by Apply; Dispose waits for it
+	// with its own context.
+	applying chan struct{}
+	// bg counts the pool's own goroutines: deferred starts and the
+	// watchers of quarantined predecessors.
+	bg sync.WaitGroup
 
-	mu       sync.Mutex // guards the fields below
-	servers  map[string]*poolServer
-	disposed bool
+	mu struct {
+		sync.Mutex
+		// servers holds every server the pool runs or is about to run:
+		// established, retrying, starting, or waiting for a predecessor.
+		// A call is routed by this map from the moment Apply decides on
+		// a server, so no tool the host hears of is ever unroutable.
+		servers map[string]*poolServer
+		// retired holds disposed supervisors whose names are not released.
+		retired  map[string][]*Supervisor
+		disposed bool
+	}
 }
 
+// poolServer is one server of the pool. ready is closed once its Start
+// returned (it then serves, or retries in the background) or was
+// abandoned (err says why, and the entry is gone from servers).
 type poolServer struct {
-	cfg config.Server
-	sup *Supervisor
+	cfg   config.Server
+	sup   *Supervisor
+	ready chan struct{}
+	err   error // written before ready is closed
+	// waiting is set while the start waits for a predecessor's release.
+	waiting *Supervisor
 }
 
 // NewPool returns an empty pool; Apply starts its servers.
 func NewPool(opts PoolOptions) *Pool {
-	p := &Pool{opts: opts, sink: opts.Sink, log: opts.Logger, servers: map[string]*poolServer{}}
+	p := &Pool{opts: opts, sink: opts.Sink, log: opts.Logger, clock: opts.Clock, applying: make(chan struct{}, 1)}
+	p.mu.servers = map[string]*poolServer{}
+	p.mu.retired = map[string][]*Supervisor{}
+	p.base, p.cancel = context.WithCancel(context.Background())
 	if p.sink == nil {
 		p.sink = tools.NewSet(tools.Limits{})
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if p.clock == nil {
+		p.clock = clock.New()
 	}
 	return p
 }
@@ -77,173 +118,68 @@ func NewPool(opts PoolOptions) *Pool {
 // Sink returns the registry the pool's supervisors register into.
 func (p *Pool) Sink() tools.Sink { return p.sink }
 
-// Apply makes the pool run cfg's servers. A server whose effective
-// configuration (config.Server.Equal) is unchanged keeps running untouched:
-// same process, same generation, same registrations. A changed server is
-// disposed and started anew, never overlapping its old process; a removed
-// one is disposed; an added one started. Servers are disposed, then
-// started, in parallel; Start waits for each one's first attempt (see
-// Supervisor.Start), so Apply returns once every new server is established
-// or retrying in the background.
-//
-// The error joins every server that could not be started (a transport
-// that cannot be built, a strict startup that failed) and every dispose
-// that did not complete; the other servers are applied regardless, and a
-// server that failed to start is not kept, so the next Apply tries it
-// again.
-func (p *Pool) Apply(ctx context.Context, cfg *config.Config) error {
-	p.apply.Lock()
-	defer p.apply.Unlock()
-	p.mu.Lock()
-	if p.disposed {
-		p.mu.Unlock()
-		return fmt.Errorf("mcpkeep: pool: apply: %w", ErrDisposed)
-	}
-	want := map[string]config.Server{}
-	for _, sc := range cfg.Servers {
-		want[sc.Name] = sc
-	}
-	var stop []*poolServer
-	var kept, removed, changed []string
-	for name, cur := range p.servers {
-		switch sc, ok := want[name]; {
-		case !ok:
-			stop = append(stop, cur)
-			removed = append(removed, name)
-		case !sc.Equal(cur.cfg):
-			stop = append(stop, cur)
-			changed = append(changed, name)
-		default:
-			kept = append(kept, name)
-		}
-	}
-	var start []config.Server
-	var added []string
-	for _, sc := range cfg.Servers {
-		if cur, ok := p.servers[sc.Name]; !ok || !sc.Equal(cur.cfg) {
-			start = append(start, sc)
-			if !ok {
-				added = append(added, sc.Name)
-			}
-		}
-	}
-	p.mu.Unlock()
-
-	var errs []error
-	// Build before touching anything running: a server whose transport
-	// cannot be built is reported, and its old version stopped like any
-	// changed server (the pool runs what cfg says, or nothing).
-	var fresh []*poolServer
-	for _, sc := range start {
-		sup, err := p.newSupervisor(sc)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fresh = append(fresh, &poolServer{cfg: sc, sup: sup})
-	}
-
-	errs = append(errs, parallel(stop, func(ps *poolServer) error {
-		err := ps.sup.Dispose(context.WithoutCancel(ctx))
-		p.mu.Lock()
-		delete(p.servers, ps.cfg.Name)
-		p.mu.Unlock()
-		return err
-	}))
-	errs = append(errs, parallel(fresh, func(ps *poolServer) error {
-		if err := ps.sup.Start(ctx); err != nil {
-			// Start left it disposed (strict startup) or ctx ended while
-			// it connects: either way it is not kept, and Dispose is
-			// bounded by the termination window.
-			_ = ps.sup.Dispose(context.WithoutCancel(ctx))
-			return err
-		}
-		p.mu.Lock()
-		p.servers[ps.cfg.Name] = ps
-		p.mu.Unlock()
-		return nil
-	}))
-	sortAll(kept, removed, changed, added)
-	p.log.Info("config applied", slog.Any("added", added), slog.Any("changed", changed),
-		slog.Any("removed", removed), slog.Any("unchanged", kept))
-	return errors.Join(errs...)
-}
-
-func sortAll(lists ...[]string) {
-	for _, l := range lists {
-		slices.Sort(l)
-	}
-}
-
-func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
-	var op transport.Opener
-	var err error
-	if p.opts.Opener != nil {
-		op, err = p.opts.Opener(sc)
-	} else {
-		op, err = sc.Opener(p.opts.Logger)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sup, err := New(Options{
-		Name: sc.Name, Opener: op, Policy: sc.Reconnect,
-		ConnectTimeout: sc.ConnectTimeout, FailOnStartupError: sc.FailOnStartupError,
-		Logger: p.opts.Logger, Clock: p.opts.Clock, Rand: p.opts.Rand, Sink: p.sink,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mcpkeep: server %q: %w", sc.Name, err)
-	}
-	if p.opts.Observer != nil {
-		sup.Subscribe(p.opts.Observer)
-	}
-	return sup, nil
-}
-
 // Dispose disposes every server in parallel (each through its close
-// barrier: no child process is left) and joins their errors. The pool
+// barrier: no child process is left) and joins their errors. It cancels
+// the starts of an Apply in flight and returns by ctx's deadline even
+// while that Apply is still winding down (then with ctx's error). The pool
 // cannot be used afterwards.
 func (p *Pool) Dispose(ctx context.Context) error {
-	p.apply.Lock()
-	defer p.apply.Unlock()
 	p.mu.Lock()
-	p.disposed = true
-	all := make([]*poolServer, 0, len(p.servers))
-	for _, ps := range p.servers {
+	p.mu.disposed = true
+	all := make([]*poolServer, 0, len(p.mu.servers))
+	for _, ps := range p.mu.servers {
 		all = append(all, ps)
 	}
-	p.servers = map[string]*poolServer{}
+	p.mu.servers = map[string]*poolServer{}
 	p.mu.Unlock()
-	return parallel(all, func(ps *poolServer) error { return ps.sup.Dispose(ctx) })
+	p.cancel()
+	err := parallel(all, func(ps *poolServer) error { return ps.sup.Dispose(ctx) })
+	// Wait for an Apply in flight (it disposes what it started) and for
+	// the pool's own goroutines.
+	select {
+	case p.applying <- struct{}{}:
+		<-p.applying
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	}
+	done := make(chan struct{})
+	go func() { p.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	}
+	return err
 }
 
-// Supervisor returns the running supervisor of server name.
+// Supervisor returns the supervisor of server name (running, starting or
+// waiting for its predecessor).
 func (p *Pool) Supervisor(name string) (*Supervisor, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ps, ok := p.servers[name]
+	ps, ok := p.mu.servers[name]
 	if !ok {
 		return nil, false
 	}
 	return ps.sup, true
 }
 
-// Server returns the effective configuration of running server name.
+// Server returns the effective configuration of server name.
 func (p *Pool) Server(name string) (config.Server, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ps, ok := p.servers[name]
+	ps, ok := p.mu.servers[name]
 	if !ok {
 		return config.Server{}, false
 	}
 	return ps.cfg, true
 }
 
-// States returns a snapshot of every running server, sorted by name.
+// States returns a snapshot of every server, sorted by name.
 func (p *Pool) States() []Snapshot {
 	p.mu.Lock()
-	sups := make([]*Supervisor, 0, len(p.servers))
-	for _, ps := range p.servers {
+	sups := make([]*Supervisor, 0, len(p.mu.servers))
+	for _, ps := range p.mu.servers {
 		sups = append(sups, ps.sup)
 	}
 	p.mu.Unlock()
@@ -253,38 +189,6 @@ func (p *Pool) States() []Snapshot {
 	}
 	slices.SortFunc(out, func(a, b Snapshot) int { return strings.Compare(a.Server, b.Server) })
 	return out
-}
-
-// Call calls a tool by its public name ("<server>__<tool>"), routed
-// through the Sink's Lookup to the server's supervisor under the tool's
-// original name.
-//
-// With opts nil the server's configuration decides what happens during an
-// outage: with waitForReadyMs 0 the call fails fast with a
-// *NotConnectedError naming the server, its state and the next retry;
-// otherwise it waits up to that long for the server to be established (the
-// wait alone is bounded, not the call that follows). Non-nil opts are
-// passed to Supervisor.Call as they are. A call in flight when its server
-// dies fails with ErrConnectionLost and is never replayed.
-func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	lk, ok := p.sink.(tools.Lookuper)
-	if !ok {
-		return nil, fmt.Errorf("mcpkeep: pool: call %q: sink %T cannot look tools up", public, p.sink)
-	}
-	server, t, ok := lk.Lookup(public)
-	if !ok {
-		return nil, fmt.Errorf("mcpkeep: tool %q: %w", public, ErrUnknownTool)
-	}
-	p.mu.Lock()
-	ps := p.servers[server]
-	p.mu.Unlock()
-	if ps == nil {
-		return nil, fmt.Errorf("mcpkeep: tool %q: %w (server %q is not running)", public, ErrUnknownTool, server)
-	}
-	if opts == nil && ps.cfg.WaitForReady > 0 {
-		opts = &CallOptions{WaitForReady: true, ReadyTimeout: ps.cfg.WaitForReady}
-	}
-	return ps.sup.Call(ctx, t.Name, args, opts)
 }
 
 // parallel runs fn on every item at once and joins the errors.

@@ -301,10 +301,19 @@ func TestProxyExhaustion(t *testing.T) {
 	}
 	r.stderr.waitFor(t, `"msg":"manual reconnect"`)
 	r.stderr.waitFor(t, `"msg":"reloaded"`)
-	r.stop()
-	if after := len(r.pids()); after <= before {
-		t.Errorf("no fixture started after SIGHUP (%d before, %d after)", before, after)
+	// Wait for the new fixture to say it started before stopping: a
+	// generation stopped before it served is killed at once (no stdin
+	// grace), possibly before it writes its first line.
+	deadline := time.NewTimer(e2eDeadline)
+	defer deadline.Stop()
+	for len(r.pids()) <= before {
+		select {
+		case <-r.stderr.wrote:
+		case <-deadline.C:
+			t.Fatalf("no fixture started after SIGHUP (%d before, %d after)", before, len(r.pids()))
+		}
 	}
+	r.stop()
 }
 
 // TestProxyReload: SIGHUP applies the edited config by difference; the
