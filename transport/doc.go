@@ -3,7 +3,8 @@
 //
 // An Opener yields a Generation: the mcp.Transport to connect with, a Gone
 // channel that closes when every resource behind it is released, and
-// Terminate, which escalates the teardown. Implementations: stdio (the
+// Terminate, which escalates the teardown (or Abort, for a generation that
+// never served: see Aborter). Implementations: stdio (the
 // supervisor owns the child and its process group), Streamable HTTP, and a
 // scripted in-memory transport with faults for tests.
 //
@@ -14,17 +15,28 @@
 // mcp.CommandTransport is not used
 // because it sees an exit only as stdout EOF, which a grandchild (npx, uvx,
 // a shell wrapper) holding stdout delays indefinitely, and it signals only
-// the direct child. A goroutine of mcpkeep reaps the child; the moment it is
-// reaped, reads of stdout stop waiting for writers: what the child wrote is
-// still delivered, then the SDK sees EOF (about a millisecond later, even
-// with a grandchild holding the pipe). Teardown starts on Terminate or on
-// the child's own exit: close stdin, StdinGrace, SIGTERM to the group,
-// TermGrace, SIGKILL to the group, KillGrace. Gone closes once the child is
-// reaped and no live process is left in its group (polled: the OS has no
-// event for it; on Linux a zombie member counts as gone, since init may reap
-// orphans only every few seconds). A group that never empties leaves Gone
-// open, but every goroutine of the generation still ends within
-// TerminationWindow, except the one reaping a child that survives SIGKILL.
+// the direct child. A goroutine of mcpkeep waits for the child's exit
+// without reaping it (Linux: waitid with WNOWAIT; macOS: kqueue NOTE_EXIT,
+// with the process table as a safety net); the moment it exits, its status
+// is recorded and reads of stdout stop waiting for writers: what the child
+// wrote is still delivered, then the SDK sees EOF (about a millisecond
+// later, even with a grandchild holding the pipe). The child stays a zombie
+// until the teardown is done with its group, so the group's id, which is
+// the child's pid, stays reserved: a process group id is free for reuse
+// once its group is empty, and the leader's zombie keeps it from being
+// empty. Only then is the child reaped, and its group is never signalled
+// after that. (On other unix systems the child is reaped as it exits, and
+// its group is signalled only while the child runs.) Teardown starts on Terminate, Abort
+// or the child's own exit: close stdin, StdinGrace, SIGTERM to the group,
+// TermGrace, SIGKILL to the group, KillGrace. Abort, for a generation that
+// never completed its handshake, skips the stdin grace or cuts it short.
+// Gone closes once the child has exited, no live process is left in its
+// group, and the child was reaped (polled: the OS has no event for an empty
+// group; a zombie member counts as gone, since init may reap orphans only
+// every few seconds, and the leader is one by design). A group that never
+// empties leaves Gone open, but every goroutine of the generation still
+// ends within TerminationWindow, except the one waiting for a child that
+// survives SIGKILL (it reaps it when it dies).
 // Processes that leave the group (setsid, as some npx children do) are out
 // of reach. The last stderr lines are kept for Exit().StderrTail and
 // forwarded at Debug.

@@ -118,6 +118,11 @@ func (g *httpGen) Gone() <-chan struct{} { return g.gone }
 // is still in flight. It does not block.
 func (g *httpGen) Terminate() { g.end() }
 
+// Abort implements Aborter as Terminate: there is no process to signal and
+// no grace to skip. Closing the connection is the whole teardown, and its
+// session-ending DELETE is as harmless for a session that never served.
+func (g *httpGen) Abort() { g.end() }
+
 // Exit implements Generation. Status is why the generation ended itself
 // (health probe, subscription stream), else the last HTTP failure seen
 // while it was live ("GET http://host/mcp: event stream ended: EOF").

@@ -34,6 +34,8 @@ type MemGen struct {
 	lists      int            // tools/list requests served or in progress
 	listing    int            // in progress now
 	maxListing int            // most in progress at once
+	terminated bool           // Terminate was called
+	aborted    bool           // Abort was called
 }
 
 // countLists is server middleware: it counts tools/list requests, tracks
@@ -161,6 +163,37 @@ func (g *MemGen) Gone() <-chan struct{} { return g.gone }
 
 // Terminate implements Generation: both sides are closed.
 func (g *MemGen) Terminate() {
+	g.mu.Lock()
+	g.terminated = true
+	g.mu.Unlock()
+	g.teardown()
+}
+
+// Abort implements Aborter. An in-memory server has no courtesy step to
+// skip, so it tears down as Terminate does; it is recorded apart, so tests
+// can tell which of the two the supervisor called (Aborted, Terminated).
+func (g *MemGen) Abort() {
+	g.mu.Lock()
+	g.aborted = true
+	g.mu.Unlock()
+	g.teardown()
+}
+
+// Terminated reports whether Terminate was called.
+func (g *MemGen) Terminated() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.terminated
+}
+
+// Aborted reports whether Abort was called.
+func (g *MemGen) Aborted() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.aborted
+}
+
+func (g *MemGen) teardown() {
 	g.Kill()
 	g.mu.Lock()
 	c := g.conn

@@ -62,8 +62,9 @@ type Stdio struct {
 	// event for it.)
 	Clock clock.Clock
 
-	// groupAlive replaces the process-group check in internal tests.
-	groupAlive func(pgid int) bool
+	// hooks replace the process-group probe and signaller, and observe
+	// the leader's reap, in internal tests; nil means the real ones.
+	hooks *stdioHooks
 }
 
 // TerminationWindow bounds a generation's teardown: once Terminate was

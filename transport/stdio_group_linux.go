@@ -6,7 +6,8 @@ import (
 )
 
 // groupHasLiveMember reports whether a process of group pgid is not a
-// zombie. kill(-pgid, 0) also counts zombies, and an orphaned grandchild
+// zombie. kill(-pgid, 0) also counts zombies: the group's own leader stays
+// one until its group is empty (see stdioGen), and an orphaned grandchild
 // that died stays a zombie until init reaps it, which some inits (in
 // containers and sandboxes) do only every few seconds. A zombie holds no
 // pipe, file or memory, so it does not keep a generation alive. Without a

@@ -1,7 +1,8 @@
-//go:build unix && !linux
+//go:build unix && !linux && !darwin
 
 package transport
 
-// groupHasLiveMember: without procfs, kill(-pgid, 0) is the answer (launchd
-// on macOS reaps orphans at once, so zombies do not linger there).
+// groupHasLiveMember: without procfs, kill(-pgid, 0) is the answer. The
+// leader is reaped at once here (see waitExited), so it does not linger
+// in its group.
 func groupHasLiveMember(pgid int) bool { return true }

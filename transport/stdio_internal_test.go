@@ -55,7 +55,7 @@ func TestStdioGroupThatNeverEmpties(t *testing.T) {
 	s := &Stdio{
 		Command: path, Args: args, Env: m,
 		StdinGrace: 50 * time.Millisecond, TermGrace: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond,
-		groupAlive: func(int) bool { return true },
+		hooks: &stdioHooks{groupAlive: func(int) bool { return true }},
 	}
 	gen, err := s.Open(context.Background(), 1)
 	if err != nil {
@@ -77,7 +77,7 @@ func TestStdioGroupThatNeverEmpties(t *testing.T) {
 		t.Error("Gone closed although the group never emptied")
 	}
 	select {
-	case <-g.exited: // the child itself was reaped: its waiter is gone too
+	case <-g.leaderGone: // given up: the child itself was reaped, its waiter is gone too
 	case <-time.After(5 * time.Second):
 		t.Fatal("child not reaped")
 	}

@@ -9,3 +9,6 @@ import "context"
 func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	return nil, &StartError{Command: s.Command, Err: ErrUnsupported}
 }
+
+// stdioHooks has nothing to hook where Open always fails.
+type stdioHooks struct{}

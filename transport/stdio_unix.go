@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -84,23 +85,33 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 
 	stdin, term, kill := s.graces()
 	g := &stdioGen{
-		log:        s.logger().With("server", s.Server, "gen", gen),
-		clock:      s.clock(),
-		graces:     [3]time.Duration{stdin, term, kill},
-		cmd:        cmd,
-		pgid:       cmd.Process.Pid,
-		stdin:      &stdinWriter{f: pipes[0][1]},
-		stdout:     newStdoutReader(pipes[1][0]),
-		stderr:     newStderrReader(pipes[2][0]),
-		exited:     make(chan struct{}),
-		stderrDone: make(chan struct{}),
-		terminate:  make(chan struct{}),
-		gone:       make(chan struct{}),
-		reaped:     make(chan struct{}),
-		groupAlive: groupAlive,
+		log:         s.logger().With("server", s.Server, "gen", gen),
+		clock:       s.clock(),
+		graces:      [3]time.Duration{stdin, term, kill},
+		cmd:         cmd,
+		pgid:        cmd.Process.Pid,
+		stdin:       &stdinWriter{f: pipes[0][1]},
+		stdout:      newStdoutReader(pipes[1][0]),
+		stderr:      newStderrReader(pipes[2][0]),
+		exited:      make(chan struct{}),
+		release:     make(chan struct{}),
+		leaderGone:  make(chan struct{}),
+		stderrDone:  make(chan struct{}),
+		terminate:   make(chan struct{}),
+		abort:       make(chan struct{}),
+		gone:        make(chan struct{}),
+		reaped:      make(chan struct{}),
+		groupAlive:  groupAlive,
+		signalGroup: signalGroup,
 	}
-	if s.groupAlive != nil {
-		g.groupAlive = s.groupAlive
+	if h := s.hooks; h != nil {
+		if h.groupAlive != nil {
+			g.groupAlive = h.groupAlive
+		}
+		if h.signalGroup != nil {
+			g.signalGroup = h.signalGroup
+		}
+		g.onLeaderReaped = h.leaderReaped
 	}
 	g.transport = &mcp.IOTransport{Reader: g.stdout, Writer: g.stdin}
 	go g.wait()
@@ -109,10 +120,29 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	return g, nil
 }
 
+// stdioHooks replace what a stdio generation does to its process group, in
+// internal tests. A nil field means the real thing.
+type stdioHooks struct {
+	groupAlive  func(pgid int) bool
+	signalGroup func(pgid int, sig syscall.Signal) error
+	// leaderReaped is called by the waiter right after the leader was
+	// reaped: from then on its pgid is not mcpkeep's to signal.
+	leaderReaped func(pgid int)
+}
+
 // stdioGen is one spawned process and its pipes. Three goroutines serve it:
-// wait (reaps the child: bounded by the child's life), forwardStderr
-// (bounded by reap, which closes the pipe) and reap (the teardown, bounded
-// by the termination window).
+// wait (sees the child exit, and reaps it once reap lets it: bounded by the
+// child's life), forwardStderr (bounded by reap, which closes the pipe) and
+// reap (the teardown, bounded by the termination window).
+//
+// The child is the leader of its process group, and the group's id is the
+// child's pid. A group id stays reserved while the group has a member, and
+// a leader that exited but was not reaped (a zombie) is still a member; an
+// empty group's id is free for the kernel to hand out again. So wait learns
+// of the exit without reaping (waitExited), the loss is signalled at once,
+// and the leader stays a zombie, pinning its pgid, until reap is done
+// signalling the group (it is empty, or the teardown gave up); only then is
+// it reaped. No signal is ever sent to the pgid after that.
 type stdioGen struct {
 	log    *slog.Logger
 	clock  clock.Clock
@@ -125,13 +155,27 @@ type stdioGen struct {
 	stderr    *stderrReader // its file is closed by reap
 	transport *mcp.IOTransport
 
-	exited     chan struct{} // closed by wait once the child is reaped
-	stderrDone chan struct{} // closed by forwardStderr on return
-	terminate  chan struct{} // closed by the first Terminate
-	termOnce   sync.Once
-	gone       chan struct{} // closed by reap: the close barrier
-	reaped     chan struct{} // closed when reap returns, gone or not
-	groupAlive func(pgid int) bool
+	// exited is closed by wait once the child has exited (Exit().Status
+	// is known) and its loss is visible to the SDK; the child is normally
+	// still an unreaped zombie then.
+	exited chan struct{}
+	// release is closed by reap once it signals the group no more: wait
+	// may reap the leader.
+	release chan struct{}
+	// leaderGone is closed by wait once the leader was reaped. Where the
+	// exit cannot be awaited without reaping (waitExited fails), that is
+	// before exited, and reap then never signals the group.
+	leaderGone     chan struct{}
+	stderrDone     chan struct{} // closed by forwardStderr on return
+	terminate      chan struct{} // closed by the first Terminate
+	termOnce       sync.Once
+	abort          chan struct{} // closed by the first Abort
+	abortOnce      sync.Once
+	gone           chan struct{} // closed by reap: the close barrier
+	reaped         chan struct{} // closed when reap returns, gone or not
+	groupAlive     func(pgid int) bool
+	signalGroup    func(pgid int, sig syscall.Signal) error
+	onLeaderReaped func(pgid int) // nil but in tests
 
 	mu sync.Mutex // guards the fields below
 	// status is the child's exit status, set by wait.
@@ -146,6 +190,12 @@ func (g *stdioGen) Gone() <-chan struct{} { return g.gone }
 
 func (g *stdioGen) Terminate() { g.termOnce.Do(func() { close(g.terminate) }) }
 
+// Abort implements Aborter: the teardown skips the stdin grace (or cuts
+// short the one already running, after Terminate or the child's own exit)
+// and signals the group at once: stdin is closed, SIGTERM goes to the
+// group, and SIGKILL follows after TermGrace.
+func (g *stdioGen) Abort() { g.abortOnce.Do(func() { close(g.abort) }) }
+
 func (g *stdioGen) Exit() ExitInfo {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -155,20 +205,27 @@ func (g *stdioGen) Exit() ExitInfo {
 // Pid is the child's process id, which is also its process group id.
 func (g *stdioGen) Pid() int { return g.pgid }
 
-// wait reaps the child, records its status and makes its loss visible to
-// the SDK at once (see stdoutReader). By then Exit().Status is set and the
-// tail holds all the child wrote to stderr.
-func (g *stdioGen) wait() {
-	err := g.cmd.Wait()
-	status := ""
-	if ps := g.cmd.ProcessState; ps != nil {
-		status = ps.String()
-	} else if err != nil {
-		status = err.Error()
-	}
+func (g *stdioGen) setStatus(status string) {
 	g.mu.Lock()
 	g.status = status
 	g.mu.Unlock()
+}
+
+// wait sees the child exit, records its status and makes its loss visible
+// to the SDK at once (see stdoutReader). By then Exit().Status is set and
+// the tail holds all the child wrote to stderr. It reaps the child once
+// reap releases it.
+func (g *stdioGen) wait() {
+	ws, err := waitExited(g.pgid)
+	pinned := err == nil
+	if pinned {
+		g.setStatus(waitStatusString(ws))
+	} else {
+		// No way to wait without reaping (see waitExited): reap now, and
+		// reap will not signal the group.
+		g.log.Debug("stdio: cannot await the exit without reaping", "pid", g.pgid, "err", err)
+		g.reapLeader()
+	}
 	// Let the tail catch up with the child's last words first: the
 	// supervisor logs it when it sees the loss.
 	g.stderr.childExited()
@@ -181,7 +238,46 @@ func (g *stdioGen) wait() {
 	t.Stop()
 	g.stdout.childExited()
 	close(g.exited)
-	g.log.Debug("stdio: child exited", "pid", g.pgid, "status", status)
+	g.log.Debug("stdio: child exited", "pid", g.pgid, "status", g.Exit().Status)
+	if pinned {
+		<-g.release
+		g.reapLeader()
+	}
+}
+
+// reapLeader reaps the child (a zombie by now, unless waitExited failed),
+// records its status as the OS reports it, and frees its pgid.
+func (g *stdioGen) reapLeader() {
+	err := g.cmd.Wait()
+	status := ""
+	if ps := g.cmd.ProcessState; ps != nil {
+		status = ps.String()
+	} else if err != nil {
+		status = err.Error()
+	}
+	g.setStatus(status)
+	if g.onLeaderReaped != nil {
+		g.onLeaderReaped(g.pgid)
+	}
+	close(g.leaderGone)
+}
+
+// waitStatusString is os.ProcessState.String for a status waitExited
+// returned, so Exit().Status reads the same before and after the reap.
+func waitStatusString(ws syscall.WaitStatus) string {
+	var s string
+	switch {
+	case ws.Exited():
+		s = "exit status " + strconv.Itoa(ws.ExitStatus())
+	case ws.Signaled():
+		s = "signal: " + ws.Signal().String()
+	default:
+		s = "exited" // not reached: waitExited waits for an exit only
+	}
+	if ws.CoreDump() {
+		s += " (core dumped)"
+	}
+	return s
 }
 
 // forwardStderr logs the child's stderr line by line and keeps its tail.
@@ -195,36 +291,57 @@ func (g *stdioGen) forwardStderr() {
 	})
 }
 
-// reap is the teardown. It starts when Terminate is called or the child
-// exits on its own (then whatever is left of its group is torn down the
-// same way: an orphaned group has no server to serve). Steps: close stdin
-// and wait StdinGrace; SIGTERM the group and wait TermGrace; SIGKILL the
-// group and wait KillGrace. Each wait ends early once the child is reaped
-// and its group is empty, and then Gone closes. If that never happens, Gone
-// stays open (the supervisor goes stuck) and reap returns anyway.
+// reap is the teardown. It starts when Terminate or Abort is called or the
+// child exits on its own (then whatever is left of its group is torn down
+// the same way: an orphaned group has no server to serve). Steps: close
+// stdin and wait StdinGrace (skipped, or cut short, by Abort); SIGTERM the
+// group and wait TermGrace; SIGKILL the group and wait KillGrace. Each wait
+// ends early once the child has exited and its group is empty; then the
+// leader is reaped and Gone closes. If that never happens, Gone stays open
+// (the supervisor goes stuck) and reap returns anyway. Either way reap lets
+// wait reap the leader only after its last signal (see stdioGen).
 func (g *stdioGen) reap() {
 	defer close(g.reaped)
 	select {
 	case <-g.exited:
 	case <-g.terminate:
+	case <-g.abort:
 	}
 	g.stdin.Close()
-	quiet := g.waitQuiet(g.graces[0])
+	var quiet bool
+	if isClosed(g.abort) {
+		g.log.Debug("stdio: stdin closed; aborting", "pgid", g.pgid)
+		quiet = isClosed(g.exited) && !g.groupAlive(g.pgid)
+	} else {
+		g.log.Debug("stdio: stdin closed", "pgid", g.pgid, "grace", g.graces[0])
+		quiet = g.waitQuiet(g.graces[0], g.abort)
+	}
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		if quiet {
 			break
 		}
-		g.log.Debug("stdio: signalling process group", "pgid", g.pgid, "signal", sig.String())
-		if err := signalGroup(g.pgid, sig); err != nil {
-			g.log.Debug("stdio: signal failed", "pgid", g.pgid, "err", err)
+		if isClosed(g.leaderGone) {
+			// Only where the exit cannot be awaited without reaping:
+			// the pgid may belong to someone else by now.
+			g.log.Debug("stdio: leader already reaped, not signalling its group", "pgid", g.pgid, "signal", sig.String())
+		} else {
+			g.log.Debug("stdio: signalling process group", "pgid", g.pgid, "signal", sig.String())
+			if err := g.signalGroup(g.pgid, sig); err != nil {
+				g.log.Debug("stdio: signal failed", "pgid", g.pgid, "err", err)
+			}
 		}
-		select {
-		case <-g.exited:
-		default:
+		if !isClosed(g.exited) {
 			// The child may have left its group (setpgid, setsid).
+			// os.Process.Signal never signals a reaped process.
 			g.cmd.Process.Signal(sig)
 		}
-		quiet = g.waitQuiet(g.graces[i+1])
+		quiet = g.waitQuiet(g.graces[i+1], nil)
+	}
+	// No signal from here on: the leader may be reaped.
+	close(g.release)
+	if quiet {
+		// The leader has exited: reaping a zombie is prompt.
+		<-g.leaderGone
 	}
 
 	// Once the group is gone nobody writes stderr: let the reader take
@@ -256,9 +373,11 @@ func (g *stdioGen) reap() {
 	close(g.gone)
 }
 
-// waitQuiet waits up to grace (on the clock) for the child to be reaped
-// and its group to be empty, and reports whether it is.
-func (g *stdioGen) waitQuiet(grace time.Duration) bool {
+// waitQuiet waits up to grace (on the clock) for the child to have exited
+// and its group to be empty (the unreaped leader aside), and reports
+// whether that is so. A close of cut ends the wait early, as the deadline
+// does.
+func (g *stdioGen) waitQuiet(grace time.Duration, cut <-chan struct{}) bool {
 	deadline := g.clock.Timer(grace)
 	defer deadline.Stop()
 	poll := groupPollMin
@@ -283,6 +402,11 @@ func (g *stdioGen) waitQuiet(grace time.Duration) bool {
 		case <-exited:
 		case <-tickC:
 		case <-deadline.C:
+			if tick != nil {
+				tick.Stop()
+			}
+			return isClosed(g.exited) && !g.groupAlive(g.pgid)
+		case <-cut:
 			if tick != nil {
 				tick.Stop()
 			}
