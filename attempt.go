@@ -1,10 +1,8 @@
 package mcpkeep
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -12,9 +10,11 @@ import (
 // The goroutines of a generation. Each reports to the loop by message,
 // tagged with the generation, and never touches the lifecycle.
 
-// attempt runs on its own goroutine: open, handshake, initial tools/list.
-// When the loop has ended before the attempt could report (a drain that
-// timed out), the attempt ends what it opened itself (R26).
+// attempt runs on its own goroutine: open, handshake, the initial sync of
+// every list, and the sticky session state (subscriptions, log level),
+// all inside the connect timeout. When the loop has ended before it could
+// take what the attempt opened (a drain that timed out), the attempt ends
+// it itself (R26).
 func (s *Supervisor) attempt(g *generation) {
 	defer s.wg.Done()
 	tg, err := s.opts.Opener.Open(g.ctx, g.n)
@@ -22,33 +22,34 @@ func (s *Supervisor) attempt(g *generation) {
 		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("open: %w", err)})
 		return
 	}
-	if !s.send(message{kind: mOpened, gen: g.n, tg: tg}) {
+	if !s.handoff(message{kind: mOpened, gen: g.n, tg: tg}) {
 		abort(tg)
 		<-tg.Gone() // the name's quarantine waits for this attempt
 		return
 	}
 
-	client := mcp.NewClient(s.opts.Client, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			// The SDK runs this on the connection's notification queue:
-			// hand it to the loop and return; never call back into the SDK.
-			s.sendOrAbandon(g.ctx, message{kind: mToolsChanged, gen: g.n})
-		},
-	})
+	roots, haveRoots := s.stickyRoots()
+	g.client = s.newClient(g, roots, haveRoots)
+	g.applied.roots = roots
 	var sopts *mcp.ClientSessionOptions
 	if so, ok := s.opts.Opener.(transport.SessionOptioner); ok {
 		sopts = so.SessionOptions()
 	}
-	cs, err := client.Connect(g.ctx, tg.Transport(), sopts)
+	cs, err := g.client.Connect(g.ctx, tg.Transport(), sopts)
 	if err != nil {
 		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("handshake: %w", err)})
 		return
 	}
 	m := message{kind: mAttempt, gen: g.n, cs: cs}
-	if m.defs, err = s.listTools(g.ctx, cs); err != nil {
-		m.defs, m.err = nil, fmt.Errorf("initial tools/list: %w", err)
+	if m.lists, err = s.list(g.ctx, cs, offered(cs)); err != nil {
+		m.err = fmt.Errorf("initial %w", err)
+	} else {
+		// A kind the server no longer offers is an empty list: the
+		// previous generation's registrations of it must go.
+		m.lists.kinds = kindTools | kindPrompts | kindResources
+		s.reconcile(g.ctx, g, cs)
 	}
-	if !s.send(m) {
+	if !s.handoff(m) {
 		// Nobody will close this session or end the transport.
 		_ = cs.Close()
 		abort(tg)
@@ -56,26 +57,14 @@ func (s *Supervisor) attempt(g *generation) {
 	}
 }
 
-// listTools fetches every page and builds the server's definitions.
-func (s *Supervisor) listTools(ctx context.Context, cs *mcp.ClientSession) ([]tools.Tool, error) {
-	var list []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, t)
-	}
-	return tools.Build(s.opts.Name, list, s.opts.Namer, s.opts.Limits)
-}
-
-// syncTools is one tools sync of an established generation.
-func (s *Supervisor) syncTools(g *generation) {
+// syncLists is one re-sync of an established generation: the kinds in k.
+func (s *Supervisor) syncLists(g *generation, k listKinds) {
 	defer s.wg.Done()
-	defs, err := s.listTools(g.ctx, g.cs)
+	l, err := s.list(g.ctx, g.cs, k)
 	if h := s.testHooks; h != nil && h.syncDone != nil {
 		h.syncDone(g.n)
 	}
-	s.send(message{kind: mSyncDone, gen: g.n, defs: defs, err: err})
+	s.send(message{kind: mSyncDone, gen: g.n, kinds: k, lists: l, err: err})
 }
 
 // watchSession reports the end of an established generation's session.

@@ -6,20 +6,25 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// CallOptions tune one Call.
+// CallOptions tune one request (Call, GetPrompt, ReadResource, Complete).
 type CallOptions struct {
 	// WaitForReady blocks while the server is connecting, lost or backing
 	// off, until it is established; it fails on exhausted, disposed or the
 	// end of ctx.
 	WaitForReady bool
 	// ReadyTimeout, with WaitForReady, bounds the wait for the server (on
-	// the supervisor's clock) without bounding the call that follows;
+	// the supervisor's clock) without bounding the request that follows;
 	// zero waits as long as ctx allows.
 	ReadyTimeout time.Duration
+	// Progress, when set, receives the server's notifications/progress
+	// for this request (the supervisor gives the request a progress token
+	// of its own), on an SDK goroutine, until the request returns.
+	Progress func(*mcp.ProgressNotificationParams)
 }
 
 // Call calls a tool by its original (server-side) name. During an outage
@@ -27,12 +32,18 @@ type CallOptions struct {
 // call in flight when its generation ends fails with ErrConnectionLost and
 // is never replayed; a call the SDK refused to send because the connection
 // had just ended (before the supervisor noticed) was never delivered, so it
-// takes the outage path instead.
+// takes the outage path instead. Cancelling ctx cancels the call on the
+// server too (notifications/cancelled).
 func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	var timeout <-chan time.Time
+	var progress func(*mcp.ProgressNotificationParams)
+	if opts != nil {
+		progress = opts.Progress
+	}
+	var w readyWait
+	defer w.stop()
 	for {
 		if g := s.live.Load(); g != nil {
-			res, sent, err := g.call(ctx, s.opts.Name, tool, args)
+			res, sent, err := g.call(ctx, s.opts.Name, tool, args, progress)
 			if sent || ctx.Err() != nil {
 				return res, err
 			}
@@ -44,30 +55,146 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 				return nil, ctx.Err()
 			}
 		}
-		s.mu.Lock()
-		snap, changed, started := s.mu.snap, s.mu.changed, s.mu.started
-		s.mu.Unlock()
-		if s.live.Load() != nil {
-			continue // established between the two loads
+		if err := s.awaitReady(ctx, opts, &w); err != nil {
+			return nil, err
 		}
-		nc := &NotConnectedError{Server: s.opts.Name, State: snap.State, NextRetry: snap.NextRetry, LastErr: snap.LastErr}
-		if !started && snap.State != fsm.Disposed {
-			return nil, fmt.Errorf("mcpkeep: server %q: %w", s.opts.Name, ErrNotStarted)
+	}
+}
+
+// GetPrompt gets a prompt by its original (server-side) name, with Call's
+// outage semantics (*NotConnectedError, WaitForReady; never replayed after
+// a loss). A prompt the established server does not list is an error
+// matching ErrUnknownPrompt.
+func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	return request(s, ctx, opts, func(ctx context.Context, g *generation, token any) (*mcp.GetPromptResult, error) {
+		if v := g.view.Load(); v == nil || !v.prompts[name] {
+			return nil, fmt.Errorf("mcpkeep: server %q: prompt %q: %w", s.opts.Name, name, ErrUnknownPrompt)
 		}
-		if opts == nil || !opts.WaitForReady || snap.State == fsm.Exhausted || snap.State == fsm.Disposed || snap.State == fsm.Draining {
-			return nil, nc
+		p := &mcp.GetPromptParams{Name: name, Arguments: args}
+		if token != nil {
+			p.SetProgressToken(token)
 		}
-		if timeout == nil && opts.ReadyTimeout > 0 {
-			t := s.opts.Clock.Timer(opts.ReadyTimeout)
-			defer t.Stop()
-			timeout = t.C
+		return g.cs.GetPrompt(ctx, p)
+	})
+}
+
+// ReadResource reads the resource at uri, with Call's outage semantics. A
+// URI the established server neither lists nor matches with one of its
+// templates is an error matching ErrUnknownResource.
+func (s *Supervisor) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
+	return request(s, ctx, opts, func(ctx context.Context, g *generation, token any) (*mcp.ReadResourceResult, error) {
+		if !g.view.Load().hasResource(uri) {
+			return nil, fmt.Errorf("mcpkeep: server %q: resource %q: %w", s.opts.Name, uri, ErrUnknownResource)
 		}
-		select {
-		case <-changed:
-		case <-timeout:
-			return nil, nc
-		case <-ctx.Done():
-			return nil, errors.Join(nc, ctx.Err())
+		p := &mcp.ReadResourceParams{URI: uri}
+		if token != nil {
+			p.SetProgressToken(token)
 		}
+		return g.cs.ReadResource(ctx, p)
+	})
+}
+
+// Complete asks the server to complete a prompt's or a resource
+// template's argument (completion/complete, names and URIs as the server
+// knows them), with Call's outage semantics.
+func (s *Supervisor) Complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {
+	if params == nil || params.Ref == nil {
+		return nil, fmt.Errorf("mcpkeep: server %q: complete: a reference (ref) is required", s.opts.Name)
+	}
+	return request(s, ctx, opts, func(ctx context.Context, g *generation, _ any) (*mcp.CompleteResult, error) {
+		return g.cs.Complete(ctx, params)
+	})
+}
+
+// request is Call's outage loop for every other request: fn runs on the
+// established generation with the request's context (see
+// generation.begin) and, when opts ask for progress, a token.
+func request[R any](s *Supervisor, ctx context.Context, opts *CallOptions, fn func(context.Context, *generation, any) (R, error)) (R, error) {
+	var zero R
+	var w readyWait
+	defer w.stop()
+	for {
+		if g := s.live.Load(); g != nil {
+			res, sent, err := run(g, ctx, s.opts.Name, opts, fn)
+			if sent || ctx.Err() != nil {
+				return res, err
+			}
+			select {
+			case <-g.ctx.Done():
+				continue
+			case <-ctx.Done():
+				return zero, ctx.Err()
+			}
+		}
+		if err := s.awaitReady(ctx, opts, &w); err != nil {
+			return zero, err
+		}
+	}
+}
+
+// run is generation.call for any request.
+func run[R any](g *generation, ctx context.Context, server string, opts *CallOptions, fn func(context.Context, *generation, any) (R, error)) (res R, sent bool, err error) {
+	cctx, id, cancel, ok := g.begin(ctx)
+	if !ok {
+		return res, false, nil
+	}
+	if cancel != nil {
+		defer g.removeCall(id, cancel)
+	}
+	var token any
+	if opts != nil && opts.Progress != nil {
+		tok := g.addProgress(opts.Progress)
+		defer g.removeProgress(tok)
+		token = tok
+	}
+	res, err = fn(cctx, g, token)
+	if sent, err = g.settle(ctx, server, err); !sent {
+		var zero R
+		return zero, false, err
+	}
+	return res, true, err
+}
+
+// readyWait is the ReadyTimeout timer of one request, armed once.
+type readyWait struct{ t *clock.Timer }
+
+func (w *readyWait) stop() {
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
+
+// awaitReady is what a request does while no generation is established:
+// fail fast with a *NotConnectedError, or, with WaitForReady, wait for the
+// next snapshot change (bounded by ReadyTimeout and ctx) and return nil
+// so the caller looks again.
+func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *readyWait) error {
+	s.mu.Lock()
+	snap, changed, started := s.mu.snap, s.mu.changed, s.mu.started
+	s.mu.Unlock()
+	if s.live.Load() != nil {
+		return nil // established between the two loads
+	}
+	nc := &NotConnectedError{Server: s.opts.Name, State: snap.State, NextRetry: snap.NextRetry, LastErr: snap.LastErr}
+	if !started && snap.State != fsm.Disposed {
+		return fmt.Errorf("mcpkeep: server %q: %w", s.opts.Name, ErrNotStarted)
+	}
+	if opts == nil || !opts.WaitForReady || snap.State == fsm.Exhausted || snap.State == fsm.Disposed || snap.State == fsm.Draining {
+		return nc
+	}
+	if w.t == nil && opts.ReadyTimeout > 0 {
+		w.t = s.opts.Clock.Timer(opts.ReadyTimeout)
+	}
+	var timeout <-chan time.Time
+	if w.t != nil {
+		timeout = w.t.C
+	}
+	select {
+	case <-changed:
+		return nil
+	case <-timeout:
+		return nc
+	case <-ctx.Done():
+		return errors.Join(nc, ctx.Err())
 	}
 }

@@ -119,7 +119,7 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 	if !lc.admits(fsm.Connected, m) {
 		return
 	}
-	if err := lc.opts.Sink.Replace(lc.opts.Name, g.n, m.defs); err != nil {
+	if err := lc.apply(g, m.lists); err != nil {
 		err = fmt.Errorf("initial tools sync: %w", err)
 		if g.activation && lc.opts.FailOnStartupError {
 			lc.onFailed(g, m, err)
@@ -127,8 +127,6 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 		}
 		lc.lastErr = err
 		lc.log(slog.LevelWarn, "tools sync failed", g, slog.Any("err", err))
-	} else {
-		lc.toolCount = len(m.defs)
 	}
 	t, ok := lc.fire(fsm.Connected, m)
 	if !ok {
@@ -151,8 +149,14 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 	}
 	lc.emit(t, g, nil)
 	lc.activationDone(nil)
-	if g.syncDirty {
-		lc.requestSync(g) // a list_changed arrived while connecting
+	if lc.s.stickyVersion() != g.applied.version() {
+		// The host changed subscriptions, level or roots after the
+		// attempt applied them: bring this generation up to date.
+		lc.s.wg.Add(1)
+		go lc.s.reconcileLater(g)
+	}
+	if g.pending != 0 {
+		lc.startSync(g) // a list_changed arrived while connecting
 	}
 }
 

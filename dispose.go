@@ -65,7 +65,8 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 		stopTimer(&g.connectTimer)
 		stopTimer(&g.deferTimer)
 	}
-	lc.toolCount = 0
+	lc.opts.Catalog.RemoveCatalog(lc.opts.Name)
+	lc.counts, lc.listed = catalogCounts{}, listedCatalog{}
 	if err == nil {
 		lc.s.releaseName(true)
 	} else {
@@ -93,5 +94,6 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 // unregister removes the server's tools (exhausted by budget, stuck).
 func (lc *lifecycle) unregister() {
 	lc.opts.Sink.Remove(lc.opts.Name)
-	lc.toolCount = 0
+	lc.opts.Catalog.RemoveCatalog(lc.opts.Name)
+	lc.counts, lc.listed = catalogCounts{}, listedCatalog{}
 }

@@ -91,6 +91,13 @@ func (e *OptionError) Unwrap() []error {
 	return []error{ErrInvalidOptions}
 }
 
+// ErrUnknownPrompt: GetPrompt of a prompt the server does not list.
+var ErrUnknownPrompt = errors.New("unknown prompt")
+
+// ErrUnknownResource: ReadResource of a URI the server neither lists nor
+// matches with one of its resource templates.
+var ErrUnknownResource = errors.New("unknown resource")
+
 // ErrConnectionLost wraps a call's error when its generation ended while
 // the call was in flight. Calls are never replayed: they may not be
 // idempotent.

@@ -1,8 +1,6 @@
 package mcpkeep
 
 import (
-	"log/slog"
-
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
@@ -39,39 +37,59 @@ func (lc *lifecycle) onToolsChanged(m message) {
 	if !ok {
 		return
 	}
-	g := lc.gens[m.gen]
-	switch lc.m.State() {
-	case fsm.Connecting:
-		g.syncDirty = true
-	case fsm.Established:
-		lc.requestSync(g)
-	}
-	lc.emit(t, g, nil)
+	lc.listChanged(lc.gens[m.gen], kindTools)
+	lc.emit(t, lc.gens[m.gen], nil)
 }
 
-// requestSync runs one tools sync for g, or marks g's running one dirty so
-// exactly one more follows: a storm of notifications gives O(1) syncs.
-// The state is g's own, so an older generation's late sync can neither
-// run beside it nor swallow its change (R21).
-func (lc *lifecycle) requestSync(g *generation) {
-	if g.syncing {
-		g.syncDirty = true
+// onCatalogChanged: prompts or resources list_changed, as tools_changed.
+func (lc *lifecycle) onCatalogChanged(m message) {
+	t, ok := lc.fire(fsm.CatalogChanged, m)
+	if !ok {
 		return
 	}
-	g.syncing, g.syncDirty = true, false
+	lc.listChanged(lc.gens[m.gen], m.kinds)
+	lc.emit(t, lc.gens[m.gen], nil)
+}
+
+func (lc *lifecycle) listChanged(g *generation, k listKinds) {
+	switch lc.m.State() {
+	case fsm.Connecting:
+		g.pending |= k
+	case fsm.Established:
+		lc.requestSync(g, k)
+	}
+}
+
+// requestSync enqueues a sync of the kinds k for g. One queue serves all
+// kinds: one sync runs at a time, and a kind that is already pending is
+// not enqueued again, so a storm of notifications gives O(1) syncs per
+// kind. The queue is g's own, so an older generation's late sync can
+// neither run beside it nor swallow its change (R21).
+func (lc *lifecycle) requestSync(g *generation, k listKinds) {
+	g.pending |= k
+	if g.syncing == 0 {
+		lc.startSync(g)
+	}
+}
+
+// startSync runs the next pending kind of g.
+func (lc *lifecycle) startSync(g *generation) {
+	k := g.pending.lowest()
+	g.pending &^= k
+	g.syncing = k
 	lc.syncs++
 	lc.s.wg.Add(1)
-	go lc.s.syncTools(g)
+	go lc.s.syncLists(g, k)
 }
 
 // onSyncDone takes a sync's outcome. It is not an event of the table: the
 // result is applied only for the current established generation, and the
-// generation's own dirty flag decides whether one more sync follows.
+// generation's own queue decides what syncs next.
 func (lc *lifecycle) onSyncDone(m message) {
 	lc.syncs--
 	g := lc.gens[m.gen]
 	if g != nil {
-		g.syncing = false
+		g.syncing = 0
 	}
 	if lc.m.State() == fsm.Draining {
 		lc.checkDrained()
@@ -82,14 +100,13 @@ func (lc *lifecycle) onSyncDone(m message) {
 		return
 	}
 	if m.err != nil {
-		lc.log(slog.LevelWarn, "tools sync failed", g, slog.Any("err", m.err))
-	} else if err := lc.opts.Sink.Replace(lc.opts.Name, g.n, m.defs); err != nil {
-		// The sink left the previous registrations intact (R20).
-		lc.log(slog.LevelWarn, "tools sync failed", g, slog.Any("err", err))
-	} else {
-		lc.toolCount = len(m.defs)
+		lc.syncFailed(g, m.kinds, m.err)
+	} else if err := lc.apply(g, m.lists); err != nil {
+		// The sinks left the previous registrations intact (R20).
+		lc.syncFailed(g, m.kinds, err)
 	}
-	if g.syncDirty {
-		lc.requestSync(g)
+	lc.publish()
+	if g.pending != 0 {
+		lc.startSync(g)
 	}
 }

@@ -990,12 +990,10 @@ var raceTable = []raceRow{
 			o.Opener = &lateOpener{mem: o.Opener.(*transport.Memory), release: make(chan struct{})}
 		},
 		noStart: true,
-		// Whether the attempt sees that the loop ended is a coin flip today
-		// (see skip): 30 fresh supervisors make the row deterministic.
+		// Before the handoff (an ack the loop closes when it takes the
+		// message), whether the attempt saw that the loop ended was a coin
+		// flip: 30 fresh supervisors make the row deterministic.
 		repeat: 30,
-		skip: "known bug: Supervisor.send selects between a ready buffered inbox and the closed done " +
-			"channel at random, so an attempt whose Open returns after the loop ended believes mOpened " +
-			"was delivered about half the time and never aborts what it opened",
 		run: func(t *testing.T, h *harness, _ error) {
 			late := h.sup.opts.Opener.(*lateOpener)
 			disposedWhileLate(t, h)

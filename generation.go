@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -26,6 +28,12 @@ type generation struct {
 	cancel context.CancelFunc
 	tg     transport.Generation
 	cs     *mcp.ClientSession
+	client *mcp.Client // written by the attempt before it reports
+	// view is the generation's current catalog, for the checks of
+	// GetPrompt and ReadResource; replaced by the loop at each sync.
+	view atomic.Pointer[catalogView]
+	// applied is the sticky session state this generation's server has.
+	applied applied
 
 	// Owned by the loop goroutine.
 	retry       bool // not the first generation of this Start: success logs "recovered"
@@ -40,8 +48,8 @@ type generation struct {
 	failed      bool // the first failure signal was seen
 	ending      bool // teardown started
 	barrierDone bool
-	syncing     bool // a tools sync of this generation is running
-	syncDirty   bool // a list_changed arrived that no sync has covered yet
+	syncing     listKinds // the kind whose sync is running (one at a time), or none
+	pending     listKinds // kinds with a list_changed no sync has covered yet
 
 	connectTimer *clock.Timer
 	deferTimer   *clock.Timer
@@ -54,6 +62,9 @@ type generation struct {
 	calls      map[uint64]context.CancelFunc
 	callSeq    uint64
 	callsEnded bool
+	// progress maps the tokens of in-flight requests to their handlers.
+	progress    map[string]func(*mcp.ProgressNotificationParams)
+	progressSeq uint64
 }
 
 func newGeneration(n uint64) *generation {
@@ -67,40 +78,100 @@ func (g *generation) barrierComplete() bool {
 	return g.attemptDone && g.closeDone && g.gone
 }
 
-// call forwards one tool call over this generation. The call's context is
-// also cancelled when the generation ends, so a hung server cannot keep
-// ClientSession.Close (and so the barrier) waiting.
+// call forwards one tool call over this generation (see begin and
+// settle); progress, when set, receives the server's progress
+// notifications for this call.
+func (g *generation) call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (res *mcp.CallToolResult, sent bool, err error) {
+	cctx, id, cancel, ok := g.begin(ctx)
+	if !ok {
+		return nil, false, nil
+	}
+	if cancel != nil {
+		defer g.removeCall(id, cancel)
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if progress != nil {
+		tok := g.addProgress(progress)
+		defer g.removeProgress(tok)
+		params.SetProgressToken(tok)
+	}
+	res, err = g.cs.CallTool(cctx, params)
+	if sent, err = g.settle(ctx, server, err); !sent {
+		return nil, false, err
+	}
+	return res, true, err
+}
+
+// begin derives the context of one request over this generation. The
+// request's context is also cancelled when the generation ends, so a hung
+// server cannot keep ClientSession.Close (and so the barrier) waiting.
 //
 // The hot path avoids context.AfterFunc (three allocations and a
 // registration in the generation context's child map): a caller that can
 // never cancel gets the generation's context carrying the caller's values,
-// and any other call registers its cancel func with the generation.
-//
-// sent is false when the call certainly never reached the server: the
-// generation had ended, or the SDK refused to send it because the
-// connection had already closed (mcp.ErrConnectionClosed).
-func (g *generation) call(ctx context.Context, server, tool string, args any) (res *mcp.CallToolResult, sent bool, err error) {
-	var cctx context.Context
+// and any other request registers its cancel func with the generation
+// (the caller releases it with removeCall). ok is false when the
+// generation has ended.
+func (g *generation) begin(ctx context.Context) (cctx context.Context, id uint64, cancel context.CancelFunc, ok bool) {
 	if ctx.Done() == nil {
-		cctx = genValues{Context: g.ctx, values: ctx}
-	} else {
-		c, cancel := context.WithCancel(ctx)
-		id, ok := g.addCall(cancel)
-		if !ok {
-			cancel()
-			return nil, false, nil
-		}
-		defer g.removeCall(id, cancel)
-		cctx = c
+		return genValues{Context: g.ctx, values: ctx}, 0, nil, true
 	}
-	res, err = g.cs.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil && errors.Is(err, mcp.ErrConnectionClosed) {
-		return nil, false, err
+	c, cancel := context.WithCancel(ctx)
+	id, ok = g.addCall(cancel)
+	if !ok {
+		cancel()
+		return nil, 0, nil, false
 	}
-	if err != nil && ctx.Err() == nil && connectionEnded(g, err) {
+	return c, id, cancel, true
+}
+
+// settle classifies a request's error. sent is false when the request
+// certainly never reached the server: the SDK refused to send it because
+// the connection had already closed (mcp.ErrConnectionClosed). A request
+// in flight when the connection ended gets ErrConnectionLost.
+func (g *generation) settle(ctx context.Context, server string, err error) (sent bool, _ error) {
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		return false, err
+	}
+	if ctx.Err() == nil && connectionEnded(g, err) {
 		err = fmt.Errorf("mcpkeep: server %q gen %d: %w: %w", server, g.n, ErrConnectionLost, err)
 	}
-	return res, true, err
+	return true, err
+}
+
+// addProgress registers a call's progress handler under a fresh token.
+func (g *generation) addProgress(fn func(*mcp.ProgressNotificationParams)) string {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	g.progressSeq++
+	tok := "mcpkeep-" + strconv.FormatUint(g.n, 10) + "-" + strconv.FormatUint(g.progressSeq, 10)
+	if g.progress == nil {
+		g.progress = make(map[string]func(*mcp.ProgressNotificationParams))
+	}
+	g.progress[tok] = fn
+	return tok
+}
+
+// removeProgress forgets a call's token: a notification that arrives
+// after the call returned reaches nobody's call.
+func (g *generation) removeProgress(tok string) {
+	g.callsMu.Lock()
+	delete(g.progress, tok)
+	g.callsMu.Unlock()
+}
+
+// progressHandler returns the handler of a live call's token, or nil.
+func (g *generation) progressHandler(tok any) func(*mcp.ProgressNotificationParams) {
+	s, ok := tok.(string)
+	if !ok {
+		return nil
+	}
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	return g.progress[s]
 }
 
 func (g *generation) addCall(cancel context.CancelFunc) (uint64, bool) {

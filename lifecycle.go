@@ -39,8 +39,9 @@ type lifecycle struct {
 
 	syncs int // tools syncs running, of any generation (drained waits for them)
 
-	lastErr   error
-	toolCount int
+	lastErr error
+	counts  catalogCounts // sizes of the registered lists
+	listed  listedCatalog // the registered prompts, resources, templates
 	finished  bool // the loop returns after this message
 	activated bool // the activation outcome was reported to Start
 

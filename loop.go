@@ -13,6 +13,7 @@ package mcpkeep
 //	mSessionEnded    established.go onSessionEnded  closed
 //	mStable          established.go onStable        stable
 //	mToolsChanged    established.go onToolsChanged  tools_changed
+//	mCatalogChanged  established.go onCatalogChanged catalog_changed
 //	mSyncDone        established.go onSyncDone      (no event: the sync's outcome)
 //	mCloseReturned   lost.go        onCloseReturned released | drained, at the barrier
 //	mGone            lost.go        onGone          released | drained, at the barrier
@@ -34,6 +35,9 @@ func (s *Supervisor) loop() {
 }
 
 func (lc *lifecycle) handle(m message) {
+	if m.ack != nil {
+		close(m.ack) // the loop owns what m carries from here on
+	}
 	switch m.kind {
 	case mOpened:
 		lc.onOpened(m)
@@ -49,6 +53,8 @@ func (lc *lifecycle) handle(m message) {
 		lc.onStable(m)
 	case mToolsChanged:
 		lc.onToolsChanged(m)
+	case mCatalogChanged:
+		lc.onCatalogChanged(m)
 	case mSyncDone:
 		lc.onSyncDone(m)
 	case mCloseReturned:

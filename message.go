@@ -1,7 +1,6 @@
 package mcpkeep
 
 import (
-	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -11,7 +10,7 @@ type msgKind uint8
 const (
 	mDerived         msgKind = iota // the loop itself: an event a handler derives (released, stuck)
 	mOpened                         // attempt: the transport is open
-	mAttempt                        // attempt: finished (cs+defs, or err)
+	mAttempt                        // attempt: finished (cs + lists, or err)
 	mConnectTimeout                 // timer: connect timeout of gen
 	mDeferralTimeout                // timer: gen waited too long for an older barrier
 	mSessionEnded                   // watcher: ClientSession.Wait returned
@@ -21,7 +20,8 @@ const (
 	mRetryDue                       // timer: backoff elapsed (seq)
 	mStable                         // timer: gen stayed up for the stability window
 	mToolsChanged                   // SDK: tools/list_changed from gen
-	mSyncDone                       // sync: tools/list finished
+	mCatalogChanged                 // SDK: prompts or resources list_changed from gen (kinds)
+	mSyncDone                       // sync: a re-sync of kinds finished
 	mReconnect                      // host: manual restart
 	mDispose                        // host: shut down
 	mDrainTimeout                   // timer: drain exceeded the termination window
@@ -38,7 +38,9 @@ type message struct {
 	err   error
 	tg    transport.Generation
 	cs    *mcp.ClientSession
-	defs  []tools.Tool
+	kinds listKinds // mCatalogChanged, mSyncDone: which lists
+	lists *lists    // mAttempt, mSyncDone: what was listed
 	reply chan error
-	probe func() // mInspect: runs on the loop goroutine
+	probe func()        // mInspect: runs on the loop goroutine
+	ack   chan struct{} // closed when the loop takes the message (handoff)
 }

@@ -48,6 +48,20 @@ type Options struct {
 	Rand backoff.Rand
 	// Sink receives the server's tools; nil is a private tools.Set.
 	Sink tools.Sink
+	// Catalog receives the server's prompts, resources and resource
+	// templates; nil is a private tools.Catalog.
+	Catalog tools.CatalogSink
+	// Host holds the host's answers to what the server may ask of it
+	// (sampling, elicitation, roots) and its receivers of what the server
+	// tells it (log messages, resource updates, progress). The server is
+	// told of exactly the capabilities the host provides here.
+	Host HostHandlers
+	// Roots, when non-nil (even empty), are the roots the host offers
+	// from the first generation on: the server is told of the roots
+	// capability. SetRoots replaces them later; a server learns of the
+	// capability only at connect, so a host that will call SetRoots
+	// should give Roots (or Host.ListRoots).
+	Roots []*mcp.Root
 	// Namer maps original tool names to public ones; nil is tools.PublicNames.
 	Namer tools.Namer
 	// Limits bound the tool list; zero fields take tools' defaults.
@@ -73,6 +87,9 @@ func (o Options) resolve() (resolved, error) {
 	}
 	if o.Opener == nil {
 		return r, &OptionError{Field: "opener", Rule: "is required"}
+	}
+	if o.Host.CreateMessage != nil && o.Host.CreateMessageWithTools != nil {
+		return r, &OptionError{Field: "host.createMessageWithTools", Rule: "cannot be set together with host.createMessage"}
 	}
 	p := o.Policy
 	if p == (backoff.Policy{}) {
@@ -109,6 +126,9 @@ func (o Options) resolve() (resolved, error) {
 	}
 	if r.Sink == nil {
 		r.Sink = tools.NewSet(o.Limits)
+	}
+	if r.Catalog == nil {
+		r.Catalog = tools.NewCatalog(o.Limits)
 	}
 	if r.Namer == nil {
 		r.Namer = tools.PublicNames

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ErrUnknownTool: Pool.Call of a public name no server has registered.
@@ -42,6 +43,16 @@ type PoolOptions struct {
 	// Observer, when set, is subscribed to every supervisor before it
 	// starts; it runs on the supervisors' goroutines (see Observer).
 	Observer Observer
+	// Catalog receives every server's prompts, resources and templates;
+	// nil is a fresh tools.Catalog. The pool's routing of prompts and
+	// resources needs one that is a tools.CatalogLookuper.
+	Catalog tools.CatalogSink
+	// Host holds the host's handlers, given to every supervisor (see
+	// HostHandlers; each call names its server).
+	Host HostHandlers
+	// Roots, when non-nil, are the roots every server is offered from its
+	// first connection (see Options.Roots and Pool.SetRoots).
+	Roots []*mcp.Root
 	// Opener, when set, makes the transport of a server instead of
 	// config.Server.Opener: tests and embedders script servers with it.
 	Opener func(config.Server) (transport.Opener, error)
@@ -56,8 +67,10 @@ type PoolOptions struct {
 // name (Supervisor.Released), which after an incomplete shutdown waits for
 // the late close signal (docs/design.md §6).
 type Pool struct {
-	opts  PoolOptions
-	sink  tools.Sink
+	opts    PoolOptions
+	sink    tools.Sink
+	catalog tools.CatalogSink
+	poolCatalogState
 	log   *slog.Logger
 	clock clock.Clock
 
@@ -82,6 +95,12 @@ type Pool struct {
 		// retired holds disposed supervisors whose names are not released.
 		retired  map[string][]*Supervisor
 		disposed bool
+		// order is the servers' order in the last applied config.
+		order []string
+		// level and roots are what every new supervisor starts with.
+		level     mcp.LoggingLevel
+		roots     []*mcp.Root
+		haveRoots bool
 	}
 }
 
@@ -106,6 +125,11 @@ func NewPool(opts PoolOptions) *Pool {
 	if p.sink == nil {
 		p.sink = tools.NewSet(tools.Limits{})
 	}
+	p.catalog = opts.Catalog
+	if p.catalog == nil {
+		p.catalog = tools.NewCatalog(tools.Limits{})
+	}
+	p.mu.roots, p.mu.haveRoots = slices.Clone(opts.Roots), opts.Roots != nil
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

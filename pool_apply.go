@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Apply makes the pool run cfg's servers. A server whose effective
@@ -53,8 +54,10 @@ func (p *Pool) Apply(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("mcpkeep: pool: apply: %w", ErrDisposed)
 	}
 	want := map[string]config.Server{}
+	p.mu.order = p.mu.order[:0]
 	for _, sc := range cfg.Servers {
 		want[sc.Name] = sc
+		p.mu.order = append(p.mu.order, sc.Name)
 	}
 	var old []*poolServer
 	var kept, removed, changed []string
@@ -141,13 +144,27 @@ func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	sup, err := New(Options{
+	p.mu.Lock()
+	level, roots, haveRoots := p.mu.level, slices.Clone(p.mu.roots), p.mu.haveRoots
+	p.mu.Unlock()
+	o := Options{
 		Name: sc.Name, Opener: op, Policy: sc.Reconnect,
 		ConnectTimeout: sc.ConnectTimeout, FailOnStartupError: sc.FailOnStartupError,
 		Logger: p.opts.Logger, Clock: p.opts.Clock, Rand: p.opts.Rand, Sink: p.sink,
-	})
+		Catalog: p.catalog, Host: p.opts.Host,
+	}
+	if haveRoots {
+		o.Roots = roots
+		if o.Roots == nil {
+			o.Roots = []*mcp.Root{}
+		}
+	}
+	sup, err := New(o)
 	if err != nil {
 		return nil, fmt.Errorf("mcpkeep: server %q: %w", sc.Name, err)
+	}
+	if level != "" {
+		_ = sup.SetLoggingLevel(context.Background(), level) // recorded: applied at connect
 	}
 	if p.opts.Observer != nil {
 		sup.Subscribe(p.opts.Observer)

@@ -36,63 +36,71 @@ func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOpti
 	if !ok {
 		return nil, fmt.Errorf("mcpkeep: pool: call %q: sink %T cannot look tools up", public, p.sink)
 	}
+	lookup := func() (string, string, bool) {
+		server, t, ok := lk.Lookup(public)
+		return server, t.Name, ok
+	}
+	return routeByName(p, ctx, "tool", public, ErrUnknownTool, opts, lookup,
+		func(sup *Supervisor, name string, opts *CallOptions) (*mcp.CallToolResult, error) {
+			return sup.Call(ctx, name, args, opts)
+		})
+}
+
+// GetPrompt gets a prompt by its public name ("<server>__<prompt>"), with
+// Call's routing and outage semantics (ErrUnknownPrompt where Call says
+// ErrUnknownTool).
+func (p *Pool) GetPrompt(ctx context.Context, public string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	cat, err := p.lookupCatalog("get prompt " + public)
+	if err != nil {
+		return nil, err
+	}
+	lookup := func() (string, string, bool) {
+		pr, ok := cat.Prompt(public)
+		return pr.Server, pr.Name, ok
+	}
+	return routeByName(p, ctx, "prompt", public, ErrUnknownPrompt, opts, lookup,
+		func(sup *Supervisor, name string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+			return sup.GetPrompt(ctx, name, args, opts)
+		})
+}
+
+// routeByName is the routing of Call and GetPrompt: a registered public
+// name goes to its server under its original name; a name of a server
+// that is starting or restarting is an outage (see Call).
+func routeByName[R any](p *Pool, ctx context.Context, what, public string, unknown error, opts *CallOptions,
+	lookup func() (server, name string, ok bool), do func(*Supervisor, string, *CallOptions) (R, error)) (R, error) {
+	var zero R
 	var timeout <-chan time.Time
 	for {
-		server, t, registered := lk.Lookup(public)
+		server, name, registered := lookup()
 		if !registered {
 			server, _, _ = strings.Cut(public, "__")
 		}
-		p.mu.Lock()
-		ps := p.mu.servers[server]
-		var waiting *Supervisor
-		if ps != nil {
-			waiting = ps.waiting
-		}
-		p.mu.Unlock()
+		ps, waiting := p.entry(server)
 		if ps == nil {
 			if registered {
-				return nil, fmt.Errorf("mcpkeep: tool %q: %w (server %q is not running)", public, ErrUnknownTool, server)
+				return zero, fmt.Errorf("mcpkeep: %s %q: %w (server %q is not running)", what, public, unknown, server)
 			}
-			return nil, fmt.Errorf("mcpkeep: tool %q: %w", public, ErrUnknownTool)
+			return zero, fmt.Errorf("mcpkeep: %s %q: %w", what, public, unknown)
 		}
-		if opts == nil && ps.cfg.WaitForReady > 0 {
-			opts = &CallOptions{WaitForReady: true, ReadyTimeout: ps.cfg.WaitForReady}
+		opts = p.defaultOpts(ps, opts)
+		if registered && ps.sup.State().Started {
+			return do(ps.sup, name, opts)
 		}
-		if registered {
-			return ps.sup.Call(ctx, t.Name, args, opts)
-		}
-		// Not registered: the server is not (yet) serving its tools. Take
-		// the change channel before looking again, so no change between
-		// the look and the wait is missed.
+		// Not registered, or still registered by a predecessor while its
+		// replacement has not started: the server is not (yet) serving
+		// its lists. Take the change channel before looking again, so no
+		// change between the look and the wait is missed.
 		changed := ps.sup.Changed()
-		if _, _, ok := lk.Lookup(public); ok {
+		if _, _, ok := lookup(); ok && ps.sup.State().Started {
 			continue
 		}
-		snap := ps.sup.State()
-		select {
-		case <-ps.ready:
-			if ps.err != nil {
-				return nil, fmt.Errorf("mcpkeep: tool %q: %w (server %q did not start: %w)", public, ErrUnknownTool, server, ps.err)
-			}
-		default:
-		}
-		switch snap.State {
-		case fsm.Connecting, fsm.Lost, fsm.BackingOff:
-		default: // established, exhausted, draining, disposed: it does not offer the tool
-			if snap.Started {
-				return nil, fmt.Errorf("mcpkeep: tool %q: %w (server %q is %s)", public, ErrUnknownTool, server, snap.State)
-			}
-		}
-		nc := &NotConnectedError{Server: server, State: snap.State, NextRetry: snap.NextRetry, LastErr: snap.LastErr}
-		if !snap.Started {
-			nc.State = fsm.Connecting
-			nc.LastErr = errStarting
-			if waiting != nil {
-				nc.LastErr = ErrWaiting
-			}
+		nc, err := p.notServing(ps, waiting, what, public, unknown)
+		if err != nil {
+			return zero, err
 		}
 		if opts == nil || !opts.WaitForReady {
-			return nil, nc
+			return zero, nc
 		}
 		if timeout == nil && opts.ReadyTimeout > 0 {
 			tm := p.clock.Timer(opts.ReadyTimeout)
@@ -109,11 +117,61 @@ func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOpti
 		case <-ready:
 		case <-changed:
 		case <-timeout:
-			return nil, nc
+			return zero, nc
 		case <-ctx.Done():
-			return nil, errors.Join(nc, ctx.Err())
+			return zero, errors.Join(nc, ctx.Err())
 		}
 	}
+}
+
+// entry returns server's pool entry and the predecessor it waits for.
+func (p *Pool) entry(server string) (*poolServer, *Supervisor) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.mu.servers[server]
+	if ps == nil {
+		return nil, nil
+	}
+	return ps, ps.waiting
+}
+
+// defaultOpts: with opts nil, the server's configured waitForReadyMs.
+func (p *Pool) defaultOpts(ps *poolServer, opts *CallOptions) *CallOptions {
+	if opts == nil && ps.cfg.WaitForReady > 0 {
+		return &CallOptions{WaitForReady: true, ReadyTimeout: ps.cfg.WaitForReady}
+	}
+	return opts
+}
+
+// notServing explains why a server of the pool does not have a name: an
+// outage (*NotConnectedError) while it starts, restarts or retries, the
+// unknown error once it serves (or gave up) without the name.
+func (p *Pool) notServing(ps *poolServer, waiting *Supervisor, what, public string, unknown error) (*NotConnectedError, error) {
+	server := ps.cfg.Name
+	select {
+	case <-ps.ready:
+		if ps.err != nil {
+			return nil, fmt.Errorf("mcpkeep: %s %q: %w (server %q did not start: %w)", what, public, unknown, server, ps.err)
+		}
+	default:
+	}
+	snap := ps.sup.State()
+	switch snap.State {
+	case fsm.Connecting, fsm.Lost, fsm.BackingOff:
+	default: // established, exhausted, draining, disposed: it does not offer the name
+		if snap.Started {
+			return nil, fmt.Errorf("mcpkeep: %s %q: %w (server %q is %s)", what, public, unknown, server, snap.State)
+		}
+	}
+	nc := &NotConnectedError{Server: server, State: snap.State, NextRetry: snap.NextRetry, LastErr: snap.LastErr}
+	if !snap.Started {
+		nc.State = fsm.Connecting
+		nc.LastErr = errStarting
+		if waiting != nil {
+			nc.LastErr = ErrWaiting
+		}
+	}
+	return nc, nil
 }
 
 // errStarting is the cause a NotConnectedError gives for a server the pool

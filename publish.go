@@ -45,7 +45,8 @@ func (lc *lifecycle) publish() {
 	snap := Snapshot{
 		Server: lc.opts.Name, State: lc.m.State(), Gen: n,
 		Attempt: lc.budget.Attempt(), MaxAttempts: lc.opts.policy.MaxAttempts,
-		NextRetry: lc.nextRetry, LastErr: lc.lastErr, Tools: lc.toolCount, Started: true,
+		NextRetry: lc.nextRetry, LastErr: lc.lastErr, Started: true,
+		Tools: lc.counts.tools, Prompts: lc.counts.prompts, Resources: lc.counts.resources, Templates: lc.counts.templates,
 	}
 	s := lc.s
 	s.mu.Lock()

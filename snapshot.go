@@ -16,6 +16,9 @@ type Snapshot struct {
 	NextRetry   time.Time // zero unless backing-off
 	LastErr     error     // why the last generation failed or ended
 	Tools       int       // tools registered by the last good generation
+	Prompts     int       // prompts registered by the last good generation
+	Resources   int       // resources listed by the last good generation
+	Templates   int       // resource templates of the last good generation
 	Started     bool
 }
 

@@ -3,6 +3,7 @@ package mcpkeep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -49,6 +50,10 @@ type Supervisor struct {
 		activation chan error // the Start's first attempt outcome, once
 	}
 
+	// sticky is the session state the host set up (see sticky.go), under
+	// its own lock.
+	sticky sticky
+
 	// lc is owned by the loop goroutine (see lifecycle).
 	lc *lifecycle
 
@@ -73,6 +78,7 @@ func New(opts Options) (*Supervisor, error) {
 	s.mu.changed = make(chan struct{})
 	s.mu.snap = Snapshot{Server: r.Name, State: fsm.Connecting, MaxAttempts: r.policy.MaxAttempts}
 	s.lc = newLifecycle(s)
+	s.sticky.roots, s.sticky.haveRoots = slices.Clone(r.Roots), r.Roots != nil
 	return s, nil
 }
 
@@ -251,12 +257,42 @@ func (s *Supervisor) Stats() Stats {
 func (s *Supervisor) Subscribe(fn Observer) (unsubscribe func()) { return s.obs.add(fn) }
 
 // send delivers m to the loop, or reports false once the loop has exited.
+// A message sent while the loop exits may still be buffered and never
+// handled: what the loop must own goes by handoff.
 func (s *Supervisor) send(m message) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
 	select {
 	case s.inbox <- m:
 		return true
 	case <-s.done:
 		return false
+	}
+}
+
+// handoff sends m and reports whether the loop took it: a message whose
+// content the loop must own (an open transport, a session) is the
+// sender's to clean up when the loop ended before taking it. The loop
+// closes ack before it can finish, so done closed with ack open means
+// the message was never handled.
+func (s *Supervisor) handoff(m message) bool {
+	m.ack = make(chan struct{})
+	if !s.send(m) {
+		return false
+	}
+	select {
+	case <-m.ack:
+		return true
+	case <-s.done:
+		select {
+		case <-m.ack:
+			return true
+		default:
+			return false
+		}
 	}
 }
 

@@ -18,24 +18,26 @@ const (
 	RetryDue
 	Drained
 	DrainTimeout
+	CatalogChanged
 )
 
 // Events lists every event in declaration order.
-var Events = []Event{Connected, Failed, ToolsChanged, Dispose, Closed, Stable, Reconnect, Released, Stuck, RetryDue, Drained, DrainTimeout}
+var Events = []Event{Connected, Failed, ToolsChanged, Dispose, Closed, Stable, Reconnect, Released, Stuck, RetryDue, Drained, DrainTimeout, CatalogChanged}
 
 var eventNames = [...]string{
-	Connected:    "connected",
-	Failed:       "failed",
-	ToolsChanged: "tools_changed",
-	Dispose:      "dispose",
-	Closed:       "closed",
-	Stable:       "stable",
-	Reconnect:    "reconnect",
-	Released:     "released",
-	Stuck:        "stuck",
-	RetryDue:     "retry_due",
-	Drained:      "drained",
-	DrainTimeout: "drain_timeout",
+	Connected:      "connected",
+	Failed:         "failed",
+	ToolsChanged:   "tools_changed",
+	Dispose:        "dispose",
+	Closed:         "closed",
+	Stable:         "stable",
+	Reconnect:      "reconnect",
+	Released:       "released",
+	Stuck:          "stuck",
+	RetryDue:       "retry_due",
+	Drained:        "drained",
+	DrainTimeout:   "drain_timeout",
+	CatalogChanged: "catalog_changed",
 }
 
 // String returns the event's name exactly as DESIGN §3 writes it.

@@ -8,11 +8,13 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-// TestNames: String is exactly DESIGN §3's spelling and Parse inverts it.
+// TestNames: String is exactly docs/design.md §3's spelling (DESIGN's
+// events plus catalog_changed, the prompts and resources list_changed) and
+// Parse inverts it.
 func TestNames(t *testing.T) {
 	states := []string{"connecting", "established", "lost", "backing-off", "exhausted", "draining", "disposed"}
 	events := []string{"connected", "failed", "tools_changed", "dispose", "closed", "stable", "reconnect",
-		"released", "stuck", "retry_due", "drained", "drain_timeout"}
+		"released", "stuck", "retry_due", "drained", "drain_timeout", "catalog_changed"}
 	if len(fsm.States) != len(states) {
 		t.Fatalf("%d states, DESIGN §3 has %d", len(fsm.States), len(states))
 	}
@@ -66,10 +68,12 @@ func TestTableMatchesDesign(t *testing.T) {
 		{"connecting", "connected", "gen is current", "established", false, "recovered"},
 		{"connecting", "failed", "gen is current ∧ first failure signal of gen", "lost", false, "connection failed"},
 		{"connecting", "tools_changed", "gen is current", "connecting", true, ""},
+		{"connecting", "catalog_changed", "gen is current", "connecting", true, ""},
 		{"connecting", "dispose", "", "draining", false, ""},
 		{"established", "closed", "gen is current", "lost", false, "connection lost"},
 		{"established", "stable", "gen is current", "established", true, ""},
 		{"established", "tools_changed", "gen is current", "established", true, ""},
+		{"established", "catalog_changed", "gen is current", "established", true, ""},
 		{"established", "reconnect", "", "lost", false, ""},
 		{"established", "dispose", "", "draining", false, ""},
 		{"lost", "released", "reconnect enabled ∧ budget left", "backing-off", false, "reconnecting"},
@@ -185,8 +189,8 @@ func TestUndeclaredRejected(t *testing.T) {
 			rejected++
 		}
 	}
-	// 7 states × 12 events = 84 pairs, 19 of them declared (21 rows).
-	if want := len(fsm.States)*len(fsm.Events) - 19; rejected != want {
+	// 7 states × 13 events = 91 pairs, 21 of them declared (23 rows).
+	if want := len(fsm.States)*len(fsm.Events) - 21; rejected != want {
 		t.Errorf("%d undeclared pairs checked, want %d", rejected, want)
 	}
 }

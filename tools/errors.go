@@ -54,6 +54,9 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 const (
 	LimitMaxTools       = "MaxTools"
 	LimitMaxSchemaBytes = "MaxSchemaBytes"
+	LimitMaxPrompts     = "MaxPrompts"
+	LimitMaxResources   = "MaxResources"
+	LimitMaxTemplates   = "MaxTemplates"
 )
 
 // A LimitError says which server (and tool and schema, for a schema size)
@@ -68,9 +71,12 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string {
-	if e.Limit == LimitMaxTools {
-		return fmt.Sprintf("tools: server %q offers %d tools, more than %s (%d)",
-			e.Server, e.Got, e.Limit, e.Max)
+	switch e.Limit {
+	case LimitMaxTools, LimitMaxPrompts, LimitMaxResources, LimitMaxTemplates:
+		what := map[string]string{LimitMaxTools: "tools", LimitMaxPrompts: "prompts",
+			LimitMaxResources: "resources", LimitMaxTemplates: "resource templates"}[e.Limit]
+		return fmt.Sprintf("tools: server %q offers %d %s, more than %s (%d)",
+			e.Server, e.Got, what, e.Limit, e.Max)
 	}
 	return fmt.Sprintf("tools: server %q tool %q: %s is %d bytes, more than %s (%d)",
 		e.Server, e.Tool, e.Field, e.Got, e.Limit, e.Max)

@@ -5,6 +5,9 @@ package tools
 const (
 	DefaultMaxTools       = 1000      // tools per server
 	DefaultMaxSchemaBytes = 256 << 10 // 256 KiB per marshalled schema
+	DefaultMaxPrompts     = 1000      // prompts per server
+	DefaultMaxResources   = 10000     // listed resources per server
+	DefaultMaxTemplates   = 1000      // resource templates per server
 )
 
 // Limits bound what one server may register. A zero (or negative) field
@@ -12,12 +15,13 @@ const (
 type Limits struct {
 	MaxTools       int // tools per server
 	MaxSchemaBytes int // bytes of each marshalled input or output schema
+	MaxPrompts     int // prompts per server
+	MaxResources   int // listed resources per server
+	MaxTemplates   int // resource templates per server
 }
 
-// DefaultLimits returns Limits{MaxTools: 1000, MaxSchemaBytes: 256 KiB}.
-func DefaultLimits() Limits {
-	return Limits{MaxTools: DefaultMaxTools, MaxSchemaBytes: DefaultMaxSchemaBytes}
-}
+// DefaultLimits returns every limit at its default.
+func DefaultLimits() Limits { return Limits{}.resolve() }
 
 // resolve fills zero or negative fields with their defaults.
 func (l Limits) resolve() Limits {
@@ -26,6 +30,15 @@ func (l Limits) resolve() Limits {
 	}
 	if l.MaxSchemaBytes <= 0 {
 		l.MaxSchemaBytes = DefaultMaxSchemaBytes
+	}
+	if l.MaxPrompts <= 0 {
+		l.MaxPrompts = DefaultMaxPrompts
+	}
+	if l.MaxResources <= 0 {
+		l.MaxResources = DefaultMaxResources
+	}
+	if l.MaxTemplates <= 0 {
+		l.MaxTemplates = DefaultMaxTemplates
 	}
 	return l
 }
@@ -49,6 +62,21 @@ func (l Limits) checkSchemas(server string, t *Tool) error {
 			return &LimitError{Server: server, Tool: t.Name, Field: s.field,
 				Limit: LimitMaxSchemaBytes, Max: l.MaxSchemaBytes, Got: s.size}
 		}
+	}
+	return nil
+}
+
+// checkKind rejects a server listing more items of kind than its limit.
+func (l Limits) checkKind(server string, kind ListKind, n int) error {
+	limit, max := LimitMaxPrompts, l.MaxPrompts
+	switch kind {
+	case KindResources:
+		limit, max = LimitMaxResources, l.MaxResources
+	case KindTemplates:
+		limit, max = LimitMaxTemplates, l.MaxTemplates
+	}
+	if n > max {
+		return &LimitError{Server: server, Limit: limit, Max: max, Got: n}
 	}
 	return nil
 }

@@ -24,14 +24,12 @@ import (
 type Set struct {
 	lim Limits // resolved; fixed for the Set's life
 
-	mu       sync.Mutex
-	servers  map[string]*registration // every reserved server
-	byName   map[string]slot          // every registered public name
-	list     []Tool                   // List's sorted snapshot, valid when listOK
-	listOK   bool                     // false after any change
-	subs     []*subscriber            // copy-on-write: a queued change keeps the slice it was applied under
-	queue    []delivery               // applied but not yet delivered, in apply order
-	draining bool                     // some goroutine is delivering queue
+	mu      sync.Mutex
+	servers map[string]*registration // every reserved server
+	byName  map[string]slot          // every registered public name
+	list    []Tool                   // List's sorted snapshot, valid when listOK
+	listOK  bool                     // false after any change
+	feed    feed[Change]
 }
 
 // A registration is one reserved server and its current tool set.
@@ -191,8 +189,6 @@ func (s *Set) Remove(server string) {
 	s.unlockAndDeliver()
 }
 
-// Release is Remove followed by dropping the reservation; the name can then
-// be reserved again.
 // Quarantine unregisters the server's tools and keeps its name reserved,
 // marked so that Reserve fails with ErrQuarantined, until Release.
 func (s *Set) Quarantine(server string) {
@@ -204,6 +200,8 @@ func (s *Set) Quarantine(server string) {
 	s.unlockAndDeliver()
 }
 
+// Release is Remove followed by dropping the reservation; the name can then
+// be reserved again.
 func (s *Set) Release(server string) {
 	s.mu.Lock()
 	s.remove(server)

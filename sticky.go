@@ -1,0 +1,267 @@
+package mcpkeep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Sticky session state: what the host set up on the server's session
+// (resource subscriptions, the logging level, the roots), recorded by the
+// supervisor and re-established on every new generation as part of its
+// activation, before it is reported connected, so a restarted server
+// serves the host exactly as the old one did (docs/design.md §13).
+//
+// Every change is recorded first, then applied to the established
+// generation, if there is one; a generation brings itself up to date by
+// reconcile, which converges what its server has to what is recorded,
+// serialized per generation. A change made while a generation connects
+// is applied by the loop's reconcileLater once it is established.
+type sticky struct {
+	sync.Mutex
+	subs      map[string]bool
+	level     mcp.LoggingLevel // "" until SetLoggingLevel
+	roots     []*mcp.Root
+	haveRoots bool   // Options.Roots or SetRoots: the server is told of roots
+	version   uint64 // bumped by every change
+}
+
+// applied is what one generation's server has of the sticky state.
+type applied struct {
+	mu    sync.Mutex // serializes reconcile on this generation
+	subs  map[string]bool
+	level mcp.LoggingLevel
+	roots []*mcp.Root
+	ver   uint64
+}
+
+func (a *applied) version() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ver
+}
+
+func (s *Supervisor) stickyVersion() uint64 {
+	s.sticky.Lock()
+	defer s.sticky.Unlock()
+	return s.sticky.version
+}
+
+func (s *Supervisor) stickyRoots() ([]*mcp.Root, bool) {
+	s.sticky.Lock()
+	defer s.sticky.Unlock()
+	return slices.Clone(s.sticky.roots), s.sticky.haveRoots
+}
+
+// SubscribeResource subscribes to updates of the resource at uri, now and
+// on every later generation; updates reach HostHandlers.ResourceUpdated.
+// Made during an outage, it is recorded and applied on recovery (nil is
+// returned). When the established server refuses it, the error is
+// returned and nothing is recorded; when a restarted server refuses it
+// later, it is dropped, logged at warn and told to
+// HostHandlers.SubscriptionDropped.
+func (s *Supervisor) SubscribeResource(ctx context.Context, uri string) error {
+	if uri == "" {
+		return fmt.Errorf("mcpkeep: server %q: subscribe: empty URI", s.opts.Name)
+	}
+	s.sticky.Lock()
+	if s.sticky.subs == nil {
+		s.sticky.subs = map[string]bool{}
+	}
+	s.sticky.subs[uri] = true
+	s.sticky.version++
+	s.sticky.Unlock()
+	if g := s.live.Load(); g != nil {
+		if err := s.reconcile(ctx, g, g.cs)[uri]; err != nil {
+			return fmt.Errorf("mcpkeep: server %q: subscribe %q: %w", s.opts.Name, uri, err)
+		}
+	}
+	return nil
+}
+
+// UnsubscribeResource ends a subscription, now and for later generations.
+func (s *Supervisor) UnsubscribeResource(ctx context.Context, uri string) error {
+	s.sticky.Lock()
+	delete(s.sticky.subs, uri)
+	s.sticky.version++
+	s.sticky.Unlock()
+	if g := s.live.Load(); g != nil {
+		s.reconcile(ctx, g, g.cs)
+	}
+	return nil
+}
+
+// SetLoggingLevel sets the level of the log messages the server sends
+// (to HostHandlers.LoggingMessage), now and on every later generation. It
+// returns the established server's error, if any; during an outage the
+// level is recorded and applied on recovery. A server that does not
+// advertise logging is not asked.
+func (s *Supervisor) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	if !validLevel(level) {
+		return &OptionError{Field: "level", Rule: fmt.Sprintf("must be one of %v, got %q", logLevels, level)}
+	}
+	s.sticky.Lock()
+	s.sticky.level = level
+	s.sticky.version++
+	s.sticky.Unlock()
+	if g := s.live.Load(); g != nil {
+		if err := s.reconcile(ctx, g, g.cs)[levelKey]; err != nil {
+			return fmt.Errorf("mcpkeep: server %q: logging/setLevel: %w", s.opts.Name, err)
+		}
+	}
+	return nil
+}
+
+// SetRoots replaces the roots the host offers, now (the established
+// server gets notifications/roots/list_changed) and on every later
+// generation. A server learns that the host has roots only when it
+// connects: one that connected before roots existed (no Options.Roots,
+// no earlier SetRoots) learns of them at its next generation.
+func (s *Supervisor) SetRoots(ctx context.Context, roots []*mcp.Root) error {
+	for i, r := range roots {
+		if r == nil || r.URI == "" {
+			return &OptionError{Field: fmt.Sprintf("roots[%d]", i), Rule: "needs a URI"}
+		}
+	}
+	s.sticky.Lock()
+	s.sticky.roots = slices.Clone(roots)
+	s.sticky.haveRoots = true
+	s.sticky.version++
+	s.sticky.Unlock()
+	if g := s.live.Load(); g != nil {
+		s.reconcile(ctx, g, g.cs)
+	}
+	return nil
+}
+
+var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func validLevel(l mcp.LoggingLevel) bool { return slices.Contains(logLevels, l) }
+
+// levelKey is reconcile's key for a failed logging/setLevel (URIs are
+// never empty).
+const levelKey = ""
+
+// reconcileLater brings an established generation up to date with what
+// the host changed while it connected.
+func (s *Supervisor) reconcileLater(g *generation) {
+	defer s.wg.Done()
+	s.reconcile(g.ctx, g, g.cs)
+}
+
+// reconcile converges generation g's server to the recorded sticky state
+// and returns what the server refused, by URI (levelKey for the level).
+// Refused subscriptions are forgotten, logged and told to the host.
+func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.ClientSession) map[string]error {
+	g.applied.mu.Lock()
+	defer g.applied.mu.Unlock()
+	s.sticky.Lock()
+	want := maps.Clone(s.sticky.subs)
+	level, roots, ver := s.sticky.level, slices.Clone(s.sticky.roots), s.sticky.version
+	s.sticky.Unlock()
+
+	// Requests run on the caller's context bounded by the generation's.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(g.ctx, cancel)()
+
+	refused := map[string]error{}
+	caps := &mcp.ServerCapabilities{}
+	if res := cs.InitializeResult(); res != nil && res.Capabilities != nil {
+		caps = res.Capabilities
+	}
+	a := &g.applied
+	if a.subs == nil {
+		a.subs = map[string]bool{}
+	}
+	for _, uri := range slices.Sorted(maps.Keys(want)) {
+		if a.subs[uri] {
+			continue
+		}
+		var err error
+		if caps.Resources == nil || !caps.Resources.Subscribe {
+			err = errNoSubscribe
+		} else {
+			err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		}
+		if err != nil {
+			if g.ctx.Err() != nil {
+				return refused // the generation ended: the next one reconciles
+			}
+			refused[uri] = err
+			continue
+		}
+		a.subs[uri] = true
+	}
+	for _, uri := range slices.Sorted(maps.Keys(a.subs)) {
+		if !want[uri] {
+			_ = cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+			delete(a.subs, uri)
+		}
+	}
+	if level != "" && level != a.level && caps.Logging != nil {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			refused[levelKey] = err
+		} else {
+			a.level = level
+		}
+	}
+	if !sameRoots(a.roots, roots) && g.client != nil {
+		replaceRoots(g.client, a.roots, roots)
+		a.roots = roots
+	}
+	a.ver = ver
+	s.dropRefused(g, refused)
+	return refused
+}
+
+var errNoSubscribe = errors.New("the server does not offer resource subscriptions")
+
+// dropRefused forgets refused subscriptions and tells the host.
+func (s *Supervisor) dropRefused(g *generation, refused map[string]error) {
+	var dropped []string
+	s.sticky.Lock()
+	for uri := range refused {
+		if uri != levelKey && s.sticky.subs[uri] {
+			delete(s.sticky.subs, uri)
+			dropped = append(dropped, uri)
+		}
+	}
+	s.sticky.Unlock()
+	slices.Sort(dropped)
+	for _, uri := range dropped {
+		s.opts.Logger.LogAttrs(context.Background(), slog.LevelWarn, "subscription dropped",
+			slog.String("server", s.opts.Name), slog.Uint64("gen", g.n), slog.String("uri", uri),
+			slog.Any("err", refused[uri]))
+		if h := s.opts.Host.SubscriptionDropped; h != nil {
+			hostNotify(s, g, func() { h(s.opts.Name, uri, refused[uri]) })
+		}
+	}
+}
+
+func sameRoots(a, b []*mcp.Root) bool {
+	return slices.EqualFunc(a, b, func(x, y *mcp.Root) bool { return x.URI == y.URI && x.Name == y.Name })
+}
+
+// replaceRoots moves a generation's client from old roots to new ones; the
+// SDK notifies the client's session of each change (roots/list_changed).
+func replaceRoots(c *mcp.Client, old, next []*mcp.Root) {
+	var gone []string
+	for _, r := range old {
+		if !slices.ContainsFunc(next, func(n *mcp.Root) bool { return n.URI == r.URI }) {
+			gone = append(gone, r.URI)
+		}
+	}
+	if len(gone) > 0 {
+		c.RemoveRoots(gone...)
+	}
+	if len(next) > 0 {
+		c.AddRoots(next...)
+	}
+}
