@@ -39,11 +39,11 @@ type lifecycle struct {
 
 	syncs int // tools syncs running, of any generation (drained waits for them)
 
-	lastErr error
-	counts  catalogCounts // sizes of the registered lists
-	listed  listedCatalog // the registered prompts, resources, templates
-	finished  bool // the loop returns after this message
-	activated bool // the activation outcome was reported to Start
+	lastErr   error
+	counts    catalogCounts // sizes of the registered lists
+	listed    listedCatalog // the registered prompts, resources, templates
+	finished  bool          // the loop returns after this message
+	activated bool          // the activation outcome was reported to Start
 
 	// rejected counts, per guard key, the events that guard refused.
 	rejected map[string]*atomic.Uint64
