@@ -39,6 +39,13 @@ type Memory struct {
 	Clock clock.Clock
 	// Fault, when set, returns the fault of generation gen.
 	Fault func(gen uint64) Fault
+	// ServerOptions, when set, returns the options of generation gen's
+	// server (subscription and completion handlers, instructions...);
+	// tools.listChanged is always advertised.
+	ServerOptions func(gen uint64) *mcp.ServerOptions
+	// Serve, when set, is called with generation gen's server before it
+	// is connected: a test adds prompts, resources and templates to it.
+	Serve func(gen uint64, s *mcp.Server)
 
 	mu sync.Mutex // guards the fields below
 	// tools are the tool names the next generations' servers offer.
@@ -117,13 +124,28 @@ func (m *Memory) Open(ctx context.Context, gen uint64) (Generation, error) {
 	m.mu.Unlock()
 
 	g := &MemGen{gen: gen, fault: f, gone: make(chan struct{}), inject: make(chan jsonrpc.Message, 16)}
-	g.server = mcp.NewServer(&mcp.Implementation{Name: "memory", Version: fmt.Sprint(gen)},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
+	so := &mcp.ServerOptions{}
+	if m.ServerOptions != nil {
+		if o := m.ServerOptions(gen); o != nil {
+			c := *o
+			so = &c
+		}
+	}
+	caps := mcp.ServerCapabilities{}
+	if so.Capabilities != nil {
+		caps = *so.Capabilities // shallow: only Tools is replaced below
+	}
+	caps.Tools = &mcp.ToolCapabilities{ListChanged: true}
+	so.Capabilities = &caps
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "memory", Version: fmt.Sprint(gen)}, so)
 	g.listGate = make(chan struct{})
 	close(g.listGate)
 	g.server.AddReceivingMiddleware(g.countLists)
 	for _, n := range names {
 		g.AddTool(n)
+	}
+	if m.Serve != nil {
+		m.Serve(gen, g.server)
 	}
 	ct, st := mcp.NewInMemoryTransports()
 	if f.Hang {
