@@ -135,6 +135,7 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 	g.established = true
 	stopTimer(&g.connectTimer)
 	lc.s.live.Store(g)
+	lc.s.served.Store(g.cs.InitializeResult())
 	lc.s.wg.Add(1)
 	go lc.s.watchSession(g)
 	if sa, ok := g.tg.(transport.SessionAware); ok {

@@ -50,6 +50,9 @@ type PoolOptions struct {
 	// Host holds the host's handlers, given to every supervisor (see
 	// HostHandlers; each call names its server).
 	Host HostHandlers
+	// Namer maps every server's tool and prompt names to public ones; nil
+	// is tools.PublicNames ("<server>__<name>").
+	Namer tools.Namer
 	// Roots, when non-nil, are the roots every server is offered from its
 	// first connection (see Options.Roots and Pool.SetRoots).
 	Roots []*mcp.Root

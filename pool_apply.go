@@ -151,7 +151,7 @@ func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
 		Name: sc.Name, Opener: op, Policy: sc.Reconnect,
 		ConnectTimeout: sc.ConnectTimeout, FailOnStartupError: sc.FailOnStartupError,
 		Logger: p.opts.Logger, Clock: p.opts.Clock, Rand: p.opts.Rand, Sink: p.sink,
-		Catalog: p.catalog, Host: p.opts.Host,
+		Catalog: p.catalog, Host: p.opts.Host, Namer: p.opts.Namer,
 	}
 	if haveRoots {
 		o.Roots = roots

@@ -16,8 +16,8 @@ import (
 // through the Sink's Lookup to the server's supervisor under the tool's
 // original name.
 //
-// With opts nil the server's configuration decides what happens during an
-// outage: with waitForReadyMs 0 the call fails fast with a
+// With opts nil (or opts that set only Progress) the server's
+// configuration decides what happens during an outage: with waitForReadyMs 0 the call fails fast with a
 // *NotConnectedError naming the server, its state and the next retry;
 // otherwise it waits up to that long for the server to be established (the
 // wait alone is bounded, not the call that follows). Non-nil opts are
@@ -135,10 +135,19 @@ func (p *Pool) entry(server string) (*poolServer, *Supervisor) {
 	return ps, ps.waiting
 }
 
-// defaultOpts: with opts nil, the server's configured waitForReadyMs.
+// defaultOpts: opts nil, or opts that set only Progress, wait as the
+// server's configured waitForReadyMs says.
 func (p *Pool) defaultOpts(ps *poolServer, opts *CallOptions) *CallOptions {
-	if opts == nil && ps.cfg.WaitForReady > 0 {
+	if ps.cfg.WaitForReady <= 0 {
+		return opts
+	}
+	switch {
+	case opts == nil:
 		return &CallOptions{WaitForReady: true, ReadyTimeout: ps.cfg.WaitForReady}
+	case !opts.WaitForReady && opts.ReadyTimeout == 0:
+		o := *opts
+		o.WaitForReady, o.ReadyTimeout = true, ps.cfg.WaitForReady
+		return &o
 	}
 	return opts
 }

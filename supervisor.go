@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Supervisor keeps one MCP server connected.
@@ -35,6 +36,9 @@ type Supervisor struct {
 
 	// live is the established generation, read lock-free by Call.
 	live atomic.Pointer[generation]
+	// served is the InitializeResult of the last generation that was
+	// established (kept through an outage; see ServerInfo).
+	served atomic.Pointer[mcp.InitializeResult]
 	// dropped counts stale and duplicate signals (Stats).
 	dropped atomic.Uint64
 
@@ -169,6 +173,11 @@ func (s *Supervisor) Dispose(ctx context.Context) error {
 	}
 	return err
 }
+
+// ServerInfo returns what the server said of itself when the last
+// established generation connected (its serverInfo, capabilities and
+// instructions), or nil before the first connection.
+func (s *Supervisor) ServerInfo() *mcp.InitializeResult { return s.served.Load() }
 
 // Done is closed when the supervisor's loop has ended (disposed).
 func (s *Supervisor) Done() <-chan struct{} { return s.done }

@@ -189,3 +189,26 @@ func boolCompare(a, b bool) int {
 	}
 	return -1
 }
+
+// OwnNames is the Namer of a server that is exposed alone, under its own
+// names (mcpkeep run): a name is kept as it is wherever it is a valid
+// public name, and otherwise normalized and hashed as PublicNames does,
+// without the server prefix. Its names are deterministic and order-free
+// like PublicNames'; they are unique only among one server's names.
+func OwnNames(server string, names []string) []string {
+	assigned := assign(names, func(name string, round int) (string, bool) {
+		norm, changed := normalize(name)
+		if round == 0 && !changed && name != "" && len(name) <= MaxNameLen {
+			return name, false
+		}
+		if len(norm) > prefixLen {
+			norm = norm[:prefixLen]
+		}
+		return norm + "_" + nameHash(server, name, round), true
+	})
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = assigned[n]
+	}
+	return out
+}

@@ -22,7 +22,8 @@ type command struct {
 // commands lists the subcommands in the order usage prints them. To add
 // one, write NAME.go with its run function and add a line here.
 var commands = []command{
-	{"proxy", "serve the configured servers' tools over stdio, each server supervised", runProxy},
+	{"proxy", "serve the configured servers over stdio (all of MCP), each server supervised", runProxy},
+	{"run", "wrap one server (-- COMMAND, or --url) under its own names: a one-line host config change", runRun},
 	{"demo", "watch a built-in server crash and recover (no setup, no network)", runDemo},
 	{"check", "validate a config file and print each server's retry schedule", runCheck},
 	{"diagram", "render the connection lifecycle (DOT, Mermaid)", runDiagram},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,7 +54,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	p := &proxy{cfgPath: *cfgPath, tracePath: *tracePath, log: log, sdkLog: *level == "debug"}
+	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug",
+		load: func() (*config.Config, []config.Warning, error) { return config.Load(*cfgPath) }}
 	return p.run(os.Stdin, writeCloser(stdout), sigs)
 }
 
@@ -72,12 +74,22 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
 }
 
-// proxy is one run of `mcpkeep proxy`.
+// proxy is one run of `mcpkeep proxy` (or `mcpkeep run`, which is a
+// proxy of one server under its own names).
 type proxy struct {
-	cfgPath   string
+	// load reads the config, at start and at every SIGHUP.
+	load      func() (*config.Config, []config.Warning, error)
 	tracePath string
 	log       *slog.Logger
 	sdkLog    bool // pass the logger to the SDK's server too
+	// impl is what the proxy says it is; nil is {"mcpkeep", version}.
+	impl *mcp.Implementation
+	// namer names the servers' tools and prompts; nil is the pool's.
+	namer tools.Namer
+	// patch edits the answer to the host's initialize (see front).
+	patch func(pool *mcpkeep.Pool, res mcp.Result)
+	// initWait bounds the host's initialize (zero: defaultInitWait).
+	initWait time.Duration
 }
 
 // run serves until the host closes in (stdin EOF) or SIGINT/SIGTERM
@@ -85,7 +97,7 @@ type proxy struct {
 // returns the exit code. SIGHUP re-reads the config and applies it by
 // difference.
 func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal) int {
-	cfg, warns, err := config.Load(p.cfgPath)
+	cfg, warns, err := p.load()
 	p.warn(warns)
 	if err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
@@ -100,73 +112,63 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 	}
 	defer trace.close()
 
-	set := tools.NewSet(tools.Limits{})
-	pool := mcpkeep.NewPool(mcpkeep.PoolOptions{Sink: set, Logger: p.log, Observer: trace.observer()})
 	sdkLog := slog.New(slog.DiscardHandler)
 	if p.sdkLog {
 		sdkLog = p.log.With(slog.String("component", "sdk"))
 	}
-	// tools.listChanged is advertised from the start: a server that begins
-	// with no tools would otherwise not advertise it, and hosts on protocol
-	// 2026-07-28 would never subscribe to tool changes (DESIGN §12).
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpkeep", Version: resolveVersion()}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		Logger:       sdkLog,
-	})
-	up := newUpstream(srv, pool, p.log)
-	defer set.Subscribe(up.apply)()
-
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	// The first Apply registers the tools before the host's first
-	// tools/list; a signal still stops it.
-	applied := make(chan error, 1)
-	go func() { applied <- pool.Apply(ctx, cfg) }()
-	reload := false
-	select {
-	case err := <-applied:
-		if err != nil {
-			p.logErrors("startup", err)
-			if missing := strictMissing(cfg, pool); len(missing) > 0 {
-				p.log.Error("strict startup failed", slog.Any("servers", missing))
-				return p.shutdown(pool, 1)
-			}
-		}
-	case sig := <-sigs:
-		if sig != syscall.SIGHUP {
-			p.log.Info("stopping", slog.String("signal", sig.String()))
-			cancel()
-			<-applied
-			return p.shutdown(pool, 0)
-		}
-		reload = true
-		<-applied
+	// The servers start at the host's initialize, once its capabilities
+	// are known (see front); the answer waits for their first connections
+	// up to initWait, later servers join with list_changed.
+	impl := p.impl
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "mcpkeep", Version: resolveVersion()}
 	}
-	p.log.Info("serving", slog.Int("servers", len(cfg.Servers)), slog.Int("tools", len(set.List())))
+	f := newFront(p.log, sdkLog, impl,
+		mcpkeep.PoolOptions{Logger: p.log, Observer: trace.observer(), Namer: p.namer},
+		func(ctx context.Context, pool *mcpkeep.Pool) error { return pool.Apply(ctx, cfg) }, cmp.Or(p.initWait, defaultInitWait))
+	f.ctx, f.patch = ctx, p.patch
+
+	served := make(chan error, 1)
+	go func() { served <- f.srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}) }()
 
 	reloads := make(chan struct{}, 1)
 	reloaded := make(chan struct{})
-	go func() {
-		defer close(reloaded)
-		for {
-			select {
-			case <-reloads:
-				p.reload(ctx, pool)
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	if reload {
-		reloads <- struct{}{}
-	}
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}) }()
-	running := true
+	started, applied := f.started, f.applied
+	code, running, reloading := 0, true, false
 	for running {
 		select {
+		case <-started:
+			started = nil
+			go func() {
+				defer close(reloaded)
+				pool := f.getPool()
+				for {
+					select {
+					case <-reloads:
+						p.reload(ctx, pool)
+					case <-ctx.Done():
+						return
+					}
+				}
+			}()
+			reloading = true
+		case <-applied:
+			applied = nil
+			f.mu.Lock()
+			err := f.applyErr
+			f.mu.Unlock()
+			pool := f.getPool()
+			if err != nil {
+				p.logErrors("startup", err)
+				if missing := strictMissing(cfg, pool); len(missing) > 0 {
+					p.log.Error("strict startup failed", slog.Any("servers", missing))
+					code, running = 1, false
+					continue
+				}
+			}
+			p.log.Info("serving", slog.Int("servers", len(cfg.Servers)), slog.Int("tools", len(f.set.List())))
 		case err := <-served:
 			p.log.Info("host disconnected", slog.Any("err", err))
 			served = nil
@@ -184,13 +186,24 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 		}
 	}
 	cancel()
-	<-reloaded
-	code := p.shutdown(pool, 0)
+	if reloading {
+		<-reloaded
+	}
+	if pool, ok := f.Pool(); ok {
+		code = p.shutdown(pool, code)
+		if applied != nil {
+			<-applied // Dispose cancelled it
+		}
+	}
 	if served != nil {
 		<-served // Run returns once ctx is cancelled
 	}
 	return code
 }
+
+// defaultInitWait bounds how long the host's initialize waits for the
+// servers' first connections, so a host's own startup timeout is never hit.
+const defaultInitWait = 10 * time.Second
 
 // shutdown disposes every server and reports code, or 1 when some
 // server's shutdown did not complete.
@@ -210,7 +223,7 @@ func (p *proxy) shutdown(pool *mcpkeep.Pool, code int) int {
 // servers keep running untouched. It also gives every server that gave up
 // a fresh budget: SIGHUP is the proxy's manual reconnect.
 func (p *proxy) reload(ctx context.Context, pool *mcpkeep.Pool) {
-	cfg, warns, err := config.Load(p.cfgPath)
+	cfg, warns, err := p.load()
 	p.warn(warns)
 	if err != nil {
 		p.logErrors("reload failed, config unchanged", err)

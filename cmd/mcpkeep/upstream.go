@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,16 +27,16 @@ import (
 // the same tools never makes the host's list flap.
 type upstream struct {
 	srv  *mcp.Server
-	pool *mcpkeep.Pool
+	pool func() *mcpkeep.Pool
+	host *hostLink
 	log  *slog.Logger
-	now  func() time.Time
 
 	mu      sync.Mutex
 	exposed map[string]map[string]tools.Tool // server → public name → tool
 }
 
-func newUpstream(srv *mcp.Server, pool *mcpkeep.Pool, log *slog.Logger) *upstream {
-	return &upstream{srv: srv, pool: pool, log: log, now: time.Now, exposed: map[string]map[string]tools.Tool{}}
+func newUpstream(srv *mcp.Server, pool func() *mcpkeep.Pool, host *hostLink, log *slog.Logger) *upstream {
+	return &upstream{srv: srv, pool: pool, host: host, log: log, exposed: map[string]map[string]tools.Tool{}}
 }
 
 // apply mirrors one change. The Set delivers changes one at a time, in
@@ -109,37 +110,73 @@ func sameTool(a, b tools.Tool) bool {
 // the connection become tool results with isError, worded for the model
 // and the human reading over its shoulder; errors of the server itself
 // (JSON-RPC errors) pass through unchanged.
+//
+// A host on protocol 2026-07-28 gets a server's requests to it (sampling,
+// elicitation, roots) made during the call as input requests of the
+// call's result, and comes back with the answers (see bridges).
 func (u *upstream) handler(public string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args any
 		if len(req.Params.Arguments) > 0 {
 			args = req.Params.Arguments
 		}
-		res, err := u.pool.Call(ctx, public, args, nil)
-		if err == nil {
+		pool := u.pool()
+		if _, _, modern := u.host.state(); !modern {
+			res, err := pool.Call(ctx, public, args, progressOpts(ctx, req))
+			return u.result(res, err)
+		}
+		bs := &u.host.bridges
+		var b *bridge
+		if st := req.Params.RequestState; st != "" {
+			if b = bs.get(st); b == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpkeep: unknown or expired requestState " + st}
+			}
+			b.answer(req.Params.InputResponses)
+		} else {
+			server, _, _ := strings.Cut(public, "__")
+			b = bs.open(server)
+			go func() {
+				res, err := pool.Call(b.ctx, public, args, &mcpkeep.CallOptions{Progress: b.relay})
+				b.done <- outcome{res, err}
+			}()
+		}
+		b.setProgress(progressRelay(ctx, req))
+		res, err, final := bs.round(ctx, b)
+		if !final {
 			return res, nil
 		}
-		var wire *jsonrpc.Error
-		if errors.As(err, &wire) {
-			return nil, wire
-		}
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: u.describe(err)}}}, nil
+		return u.result(res, err)
 	}
 }
 
-// describe explains a failed call: which server, in which state, and when
-// the next retry is due.
-func (u *upstream) describe(err error) string {
+// result turns a pool call's outcome into the host's: failures of the
+// connection become tool results with isError, worded for the model and
+// the human reading over its shoulder; errors of the server itself
+// (JSON-RPC errors) pass through unchanged.
+func (u *upstream) result(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err == nil {
+		return res, nil
+	}
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return nil, wire
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(u.pool(), err)}}}, nil
+}
+
+// describe explains a failed request: which server, in which state, and
+// when the next retry is due.
+func describe(pool *mcpkeep.Pool, err error) string {
 	var nc *mcpkeep.NotConnectedError
 	switch {
 	case errors.As(err, &nc):
 		msg := fmt.Sprintf("mcpkeep: server %q is not connected (%s", nc.Server, nc.State)
-		if sup, ok := u.pool.Supervisor(nc.Server); ok {
+		if sup, ok := pool.Supervisor(nc.Server); ok {
 			s := sup.State()
 			msg += fmt.Sprintf(", retry %d of %d", s.Attempt, s.MaxAttempts)
 		}
 		if !nc.NextRetry.IsZero() {
-			msg += fmt.Sprintf(", next retry in %v", max(nc.NextRetry.Sub(u.now()).Round(time.Millisecond), 0))
+			msg += fmt.Sprintf(", next retry in %v", max(time.Until(nc.NextRetry).Round(time.Millisecond), 0))
 		}
 		msg += ")"
 		switch nc.State {

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bridges carry a server's requests (sampling, elicitation, roots) to a
+// host on protocol 2026-07-28, which can be asked only inside a request of
+// its own, by multi round trip: the proxy answers the host's tools/call
+// with the server's request as an input request, the host answers and
+// calls again with the answer and the request state, and the proxy hands
+// the answer to the server, whose call goes on. One bridge spans one
+// host tools/call across its rounds; the server's call behind it runs on
+// the bridge's own context, cancelled when the host cancels a round, when
+// the call completes, or when the host does not come back within
+// bridgeIdle.
+type bridges struct {
+	mu       sync.Mutex
+	seq      uint64
+	byID     map[string]*bridge
+	byServer map[string]map[*bridge]bool
+}
+
+type bridge struct {
+	id, server string
+	ctx        context.Context
+	cancel     context.CancelFunc
+	asks       chan *ask
+	done       chan outcome
+	closed     chan struct{}
+
+	mu       sync.Mutex
+	pending  map[string]*ask // input request id → the server's request waiting for it
+	progress func(*mcp.ProgressNotificationParams)
+	idle     *time.Timer
+	seq      uint64
+}
+
+// ask is one request of a server for the host.
+type ask struct {
+	req   mcp.InputRequest
+	reply chan askReply
+}
+
+type askReply struct {
+	res mcp.InputResponse
+	err error
+}
+
+// outcome is the result of the server's call behind a bridge.
+type outcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+var errBridgeClosed = errors.New("mcpkeep: the host's request that carried this one ended")
+
+// open starts a bridge for a host call to server.
+func (bs *bridges) open(server string) *bridge {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if bs.byID == nil {
+		bs.byID, bs.byServer = map[string]*bridge{}, map[string]map[*bridge]bool{}
+	}
+	bs.seq++
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bridge{id: "mcpkeep-bridge-" + strconv.FormatUint(bs.seq, 10), server: server, ctx: ctx, cancel: cancel,
+		asks: make(chan *ask, 8), done: make(chan outcome, 1), closed: make(chan struct{}), pending: map[string]*ask{}}
+	b.idle = time.AfterFunc(bridgeIdle, func() { bs.close(b) })
+	bs.byID[b.id] = b
+	if bs.byServer[server] == nil {
+		bs.byServer[server] = map[*bridge]bool{}
+	}
+	bs.byServer[server][b] = true
+	return b
+}
+
+// get returns the bridge of a request state, or nil.
+func (bs *bridges) get(id string) *bridge {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	return bs.byID[id]
+}
+
+// close ends b: its server call is cancelled and its waiting requests fail.
+func (bs *bridges) close(b *bridge) {
+	bs.mu.Lock()
+	if _, ok := bs.byID[b.id]; !ok {
+		bs.mu.Unlock()
+		return
+	}
+	delete(bs.byID, b.id)
+	delete(bs.byServer[b.server], b)
+	if len(bs.byServer[b.server]) == 0 {
+		delete(bs.byServer, b.server)
+	}
+	bs.mu.Unlock()
+	b.idle.Stop()
+	b.cancel()
+	close(b.closed)
+}
+
+// ask carries req from server to the host through the one bridge of a
+// host call to that server in flight, and waits for the host's answer.
+func (bs *bridges) ask(ctx context.Context, server string, req mcp.InputRequest) (mcp.InputResponse, error) {
+	bs.mu.Lock()
+	var b *bridge
+	if set := bs.byServer[server]; len(set) == 1 {
+		for x := range set {
+			b = x
+		}
+	}
+	bs.mu.Unlock()
+	if b == nil {
+		return nil, errNoCarrier
+	}
+	a := &ask{req: req, reply: make(chan askReply, 1)}
+	select {
+	case b.asks <- a:
+	case <-b.closed:
+		return nil, errBridgeClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-a.reply:
+		return r.res, r.err
+	case <-b.closed:
+		return nil, errBridgeClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// round is one round of the host's call: it waits for the server's call
+// to finish (the final result) or for requests of the server's (an
+// input-required result), or for the host to cancel.
+func (bs *bridges) round(ctx context.Context, b *bridge) (*mcp.CallToolResult, error, bool) {
+	b.idle.Reset(bridgeIdle)
+	select {
+	case out := <-b.done:
+		bs.close(b)
+		return out.res, out.err, true
+	case a := <-b.asks:
+		reqs := mcp.InputRequestMap{b.park(a): a.req}
+		for more := true; more; {
+			select {
+			case a := <-b.asks:
+				reqs[b.park(a)] = a.req
+			default:
+				more = false
+			}
+		}
+		return &mcp.CallToolResult{InputRequests: reqs, RequestState: b.id}, nil, false
+	case <-ctx.Done():
+		bs.close(b)
+		return nil, ctx.Err(), true
+	}
+}
+
+func (b *bridge) park(a *ask) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	id := "input-" + strconv.FormatUint(b.seq, 10)
+	b.pending[id] = a
+	return id
+}
+
+// answer hands the host's answers to the server's waiting requests.
+func (b *bridge) answer(resps mcp.InputResponseMap) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, res := range resps {
+		if a, ok := b.pending[id]; ok {
+			delete(b.pending, id)
+			a.reply <- askReply{res: res}
+		}
+	}
+}
+
+// setProgress points the server's progress at the current round.
+func (b *bridge) setProgress(fn func(*mcp.ProgressNotificationParams)) {
+	b.mu.Lock()
+	b.progress = fn
+	b.mu.Unlock()
+}
+
+func (b *bridge) relay(p *mcp.ProgressNotificationParams) {
+	b.mu.Lock()
+	fn := b.progress
+	b.mu.Unlock()
+	if fn != nil {
+		fn(p)
+	}
+}
