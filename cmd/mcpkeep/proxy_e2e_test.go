@@ -222,8 +222,7 @@ func TestProxyCrashRecovery(t *testing.T) {
 	if caps := r.cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged {
 		t.Errorf("capabilities %+v: tools.listChanged not advertised", caps)
 	}
-	want := []string{"fx__crash", "fx__die", "fx__echo", "fx__grow", "fx__hang",
-		"sentinel__crash", "sentinel__die", "sentinel__echo", "sentinel__grow", "sentinel__hang"}
+	want := append(prefixed("fx", fixtureTools), prefixed("sentinel", fixtureTools)...)
 	if got := r.toolNames(); !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
@@ -330,7 +329,7 @@ func TestProxyReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := r.waitTools("becomes a and c", func(n []string) bool { return has(n, "a__") && has(n, "c__") && !has(n, "b__") })
-	if len(names) != 10 {
+	if len(names) != 2*len(fixtureTools) {
 		t.Errorf("tools %v", names)
 	}
 	if n := r.logsFor("tools changed", "a"); n != 1 {
@@ -389,4 +388,18 @@ func (b *notifyingBuffer) waitFor(t *testing.T, s string) {
 			t.Fatalf("the proxy never logged %s", s)
 		}
 	}
+}
+
+// fixtureTools are the tools of the fixture in every mode but exit-after=0.
+var fixtureTools = []string{"add-prompt", "add-resource", "bump", "cancelled", "crash", "die", "echo", "elicit",
+	"grow", "hang", "log", "log-all", "roots", "roots-changed", "sample", "slow", "subscriptions"}
+
+// prefixed returns server's public names of tools, sorted.
+func prefixed(server string, tools []string) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = server + "__" + t
+	}
+	slices.Sort(out)
+	return out
 }

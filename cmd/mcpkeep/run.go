@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,20 +47,17 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	level := fs.String("log-level", "info", "debug | info | warn | error")
 	tracePath := fs.String("trace", "", "append every lifecycle transition to FILE as JSON lines")
 
-	var out strings.Builder
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, out.String())
-		fmt.Fprint(stdout, runHelp)
-		return 0
+	// The command follows "--": everything before it is mcpkeep's.
+	var command []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, command = args[:i], args[i+1:]
 	}
-	if err != nil {
-		fmt.Fprint(stderr, out.String())
-		return 2
+	if slices.Contains(args, "-h") || slices.Contains(args, "-help") || slices.Contains(args, "--help") {
+		defer fmt.Fprint(stdout, runHelp)
 	}
-	command := fs.Args()
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
 	log, err := newLogger(stderr, *format, *level)
 	var errs []error
 	if err != nil {
