@@ -102,7 +102,8 @@ func TestBuildLimits(t *testing.T) {
 }
 
 func TestDefaultLimits(t *testing.T) {
-	if got := DefaultLimits(); got != (Limits{MaxTools: 1000, MaxSchemaBytes: 256 << 10}) {
+	if got := DefaultLimits(); got != (Limits{MaxTools: 1000, MaxSchemaBytes: 256 << 10,
+		MaxPrompts: 1000, MaxResources: 10000, MaxTemplates: 1000}) {
 		t.Errorf("DefaultLimits = %+v", got)
 	}
 	if got := (Limits{MaxTools: -1}).resolve(); got != DefaultLimits() {

@@ -93,17 +93,18 @@ func (c *Catalog) ReplacePrompts(server string, gen uint64, prompts []Prompt) er
 		}
 	}
 	c.mu.Lock()
-	e := c.entry(server)
-	e.gen = gen
-	if sameItems(e.prompts, next) {
-		c.mu.Unlock()
-		return nil
-	}
+	e := c.servers[server] // nil until its first successful Replace
 	for i := range next {
 		if holder, ok := c.prompts[next[i].PublicName]; ok && holder != e {
 			c.mu.Unlock()
 			return &ConflictError{Name: next[i].PublicName, Server: server, Holder: holder.server}
 		}
+	}
+	e = c.entry(server)
+	e.gen = gen
+	if sameItems(e.prompts, next) {
+		c.mu.Unlock()
+		return nil
 	}
 	for i := range e.prompts {
 		delete(c.prompts, e.prompts[i].PublicName)
