@@ -40,6 +40,7 @@ func (s *Supervisor) attempt(g *generation) {
 		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("handshake: %w", err)})
 		return
 	}
+	g.modern = modern(cs)
 	m := message{kind: mAttempt, gen: g.n, cs: cs}
 	if m.lists, err = s.list(g.ctx, cs, offered(cs)); err != nil {
 		m.err = fmt.Errorf("initial %w", err)

@@ -43,7 +43,7 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 	defer w.stop()
 	for {
 		if g := s.live.Load(); g != nil {
-			res, sent, err := g.call(ctx, s.opts.Name, tool, args, progress)
+			res, sent, err := g.call(ctx, s.opts.Name, tool, args, progress, s.levelFast())
 			if sent || ctx.Err() != nil {
 				return res, err
 			}
@@ -71,6 +71,7 @@ func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string
 			return nil, fmt.Errorf("mcpkeep: server %q: prompt %q: %w", s.opts.Name, name, ErrUnknownPrompt)
 		}
 		p := &mcp.GetPromptParams{Name: name, Arguments: args}
+		s.withLevel(g, &p.Meta)
 		if token != nil {
 			p.SetProgressToken(token)
 		}
@@ -87,6 +88,7 @@ func (s *Supervisor) ReadResource(ctx context.Context, uri string, opts *CallOpt
 			return nil, fmt.Errorf("mcpkeep: server %q: resource %q: %w", s.opts.Name, uri, ErrUnknownResource)
 		}
 		p := &mcp.ReadResourceParams{URI: uri}
+		s.withLevel(g, &p.Meta)
 		if token != nil {
 			p.SetProgressToken(token)
 		}

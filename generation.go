@@ -29,6 +29,7 @@ type generation struct {
 	tg     transport.Generation
 	cs     *mcp.ClientSession
 	client *mcp.Client // written by the attempt before it reports
+	modern bool        // the session speaks 2026-07-28 (written with cs)
 	// view is the generation's current catalog, for the checks of
 	// GetPrompt and ReadResource; replaced by the loop at each sync.
 	view atomic.Pointer[catalogView]
@@ -81,7 +82,7 @@ func (g *generation) barrierComplete() bool {
 // call forwards one tool call over this generation (see begin and
 // settle); progress, when set, receives the server's progress
 // notifications for this call.
-func (g *generation) call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (res *mcp.CallToolResult, sent bool, err error) {
+func (g *generation) call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (res *mcp.CallToolResult, sent bool, err error) {
 	cctx, id, cancel, ok := g.begin(ctx)
 	if !ok {
 		return nil, false, nil
@@ -90,6 +91,9 @@ func (g *generation) call(ctx context.Context, server, tool string, args any, pr
 		defer g.removeCall(id, cancel)
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if level != "" && g.modern {
+		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: string(level)}
+	}
 	if progress != nil {
 		tok := g.addProgress(progress)
 		defer g.removeProgress(tok)

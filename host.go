@@ -105,6 +105,9 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 	}
 	if h.ResourceUpdated != nil {
 		opts.ResourceUpdatedHandler = func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params == nil || !s.subscribed(req.Params.URI) {
+				return // unsubscribed (on 2026-07-28 the stream stays open)
+			}
 			hostNotify(s, g, func() { h.ResourceUpdated(s.opts.Name, req.Params) })
 		}
 	}

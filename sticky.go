@@ -110,6 +110,7 @@ func (s *Supervisor) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel
 	s.sticky.level = level
 	s.sticky.version++
 	s.sticky.Unlock()
+	s.levelSet.Store(true)
 	if g := s.live.Load(); g != nil {
 		if err := s.reconcile(ctx, g, g.cs)[levelKey]; err != nil {
 			return fmt.Errorf("mcpkeep: server %q: logging/setLevel: %w", s.opts.Name, err)
@@ -201,7 +202,13 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 	}
 	for _, uri := range slices.Sorted(maps.Keys(a.subs)) {
 		if !want[uri] {
-			_ = cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+			// On 2026-07-28 an unsubscribe ends a subscriptions/listen
+			// stream, and a go-sdk server then forgets every list_changed
+			// subscription of the session: the stream stays open and its
+			// updates are no longer passed on (see subscribed).
+			if !modern(cs) {
+				_ = cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+			}
 			delete(a.subs, uri)
 		}
 	}
@@ -222,6 +229,52 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 }
 
 var errNoSubscribe = errors.New("the server does not offer resource subscriptions")
+
+// modern reports whether cs speaks protocol 2026-07-28 or later.
+func modern(cs *mcp.ClientSession) bool {
+	res := cs.InitializeResult()
+	return res != nil && res.ProtocolVersion >= "2026-07-28"
+}
+
+// subscribed reports whether the host wants updates of uri.
+func (s *Supervisor) subscribed(uri string) bool {
+	s.sticky.Lock()
+	defer s.sticky.Unlock()
+	return s.sticky.subs[uri]
+}
+
+// level returns the recorded logging level ("" when none was set). On
+// protocol 2026-07-28 a level is a property of each request, so every
+// request carries it (see withLevel).
+func (s *Supervisor) level() mcp.LoggingLevel {
+	s.sticky.Lock()
+	defer s.sticky.Unlock()
+	return s.sticky.level
+}
+
+// levelFast is level for the Call hot path: no lock until a level was set.
+func (s *Supervisor) levelFast() mcp.LoggingLevel {
+	if !s.levelSet.Load() {
+		return ""
+	}
+	return s.level()
+}
+
+// withLevel adds the recorded logging level to a request's _meta for a
+// server on 2026-07-28, where setLevel does nothing.
+func (s *Supervisor) withLevel(g *generation, meta *mcp.Meta) {
+	if !g.modern {
+		return
+	}
+	lv := s.level()
+	if lv == "" {
+		return
+	}
+	if *meta == nil {
+		*meta = mcp.Meta{}
+	}
+	(*meta)[mcp.MetaKeyLogLevel] = string(lv)
+}
 
 // dropRefused forgets refused subscriptions and tells the host.
 func (s *Supervisor) dropRefused(g *generation, refused map[string]error) {

@@ -57,6 +57,8 @@ type Supervisor struct {
 	// sticky is the session state the host set up (see sticky.go), under
 	// its own lock.
 	sticky sticky
+	// levelSet: SetLoggingLevel was called (Call skips the lock before).
+	levelSet atomic.Bool
 
 	// lc is owned by the loop goroutine (see lifecycle).
 	lc *lifecycle
