@@ -79,6 +79,11 @@ func routeByName[R any](p *Pool, ctx context.Context, what, public string, unkno
 		ps, waiting := p.entry(server)
 		if ps == nil {
 			if registered {
+				// Removed by an Apply and still draining: its tools go
+				// when the drain ends; until then it answers as an outage.
+				if old := p.lastRetired(server); old != nil {
+					return do(old, name, opts)
+				}
 				return zero, fmt.Errorf("mcpkeep: %s %q: %w (server %q is not running)", what, public, unknown, server)
 			}
 			return zero, fmt.Errorf("mcpkeep: %s %q: %w", what, public, unknown)
@@ -122,6 +127,16 @@ func routeByName[R any](p *Pool, ctx context.Context, what, public string, unkno
 			return zero, errors.Join(nc, ctx.Err())
 		}
 	}
+}
+
+// lastRetired returns the newest retired supervisor of server, or nil.
+func (p *Pool) lastRetired(server string) *Supervisor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if list := p.mu.retired[server]; len(list) > 0 {
+		return list[len(list)-1]
+	}
+	return nil
 }
 
 // entry returns server's pool entry and the predecessor it waits for.

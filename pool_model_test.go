@@ -48,7 +48,7 @@ var pmNames = []string{"a", "b", "c"}
 // server the last Apply removed drains, its tools stay listed, and
 // Pool.Call of them returns ErrUnknownTool. Set it to false once that is
 // fixed.
-const pmTolerateDrainWindow = true
+const pmTolerateDrainWindow = false
 
 // pmFault is what one generation of a server does.
 type pmFault struct {
