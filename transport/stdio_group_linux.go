@@ -2,7 +2,10 @@ package transport
 
 import (
 	"os"
+	"runtime"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // groupHasLiveMember reports whether a process of group pgid is not a
@@ -12,24 +15,66 @@ import (
 // containers and sandboxes) do only every few seconds. A zombie holds no
 // pipe, file or memory, so it does not keep a generation alive. Without a
 // readable /proc, kill's answer stands.
+//
+// The scan reads /proc/<pid>/stat of every process, a few microseconds
+// each, and it runs at every exit (the leader's zombie keeps kill from
+// ever answering ESRCH), so it uses bare system calls (one getdents per
+// batch; openat, read and close per process) and yields the processor
+// every few processes, so that the goroutines delivering the loss are
+// not held up behind it.
 func groupHasLiveMember(pgid int) bool {
-	ents, err := os.ReadDir("/proc")
+	dir, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return true
 	}
-	seen := false
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	defer unix.Close(dir)
+	var (
+		ents  [8192]byte
+		stat  [1024]byte // the fields up to pgrp come within the first ~100 bytes
+		names []string
+		seen  bool
+	)
+	for {
+		n, err := unix.ReadDirent(dir, ents[:])
+		if err == unix.EINTR {
 			continue
 		}
-		seen = true
-		state, pgrp, ok := procState(pid)
-		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
+		if err != nil {
 			return true
 		}
+		if n == 0 {
+			return !seen // an empty or foreign /proc proves nothing
+		}
+		_, _, names = unix.ParseDirent(ents[:n], -1, names[:0])
+		for i, name := range names {
+			if name == "" || name[0] < '1' || name[0] > '9' {
+				continue // not a process
+			}
+			seen = true
+			if i%16 == 15 {
+				runtime.Gosched()
+			}
+			state, pgrp, ok := readStat(dir, name, stat[:])
+			if ok && pgrp == pgid && state != 'Z' && state != 'X' {
+				return true
+			}
+		}
 	}
-	return !seen // an empty or foreign /proc proves nothing
+}
+
+// readStat reads the state and process group from <proc>/name/stat into
+// buf; ok is false if the process is gone or the file is not as expected.
+func readStat(proc int, name string, buf []byte) (state byte, pgrp int, ok bool) {
+	fd, err := unix.Openat(proc, name+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0, false
+	}
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return 0, 0, false
+	}
+	return parseStat(buf[:n])
 }
 
 // procState reads the state and process group of pid from /proc/pid/stat.
@@ -40,6 +85,12 @@ func procState(pid int) (state byte, pgrp int, ok bool) {
 	if err != nil {
 		return 0, 0, false
 	}
+	return parseStat(b)
+}
+
+// parseStat parses the state and process group out of the contents of a
+// /proc/pid/stat file (or their beginning).
+func parseStat(b []byte) (state byte, pgrp int, ok bool) {
 	i := len(b) - 1
 	for i >= 0 && b[i] != ')' {
 		i--
@@ -63,7 +114,7 @@ func procState(pid int) (state byte, pgrp int, ok bool) {
 	if n < 3 || len(fields[0]) != 1 {
 		return 0, 0, false
 	}
-	pgrp, err = strconv.Atoi(string(fields[2]))
+	pgrp, err := strconv.Atoi(string(fields[2]))
 	if err != nil {
 		return 0, 0, false
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -237,6 +238,11 @@ func (g *stdioGen) wait() {
 	}
 	t.Stop()
 	g.stdout.childExited()
+	// The SDK's reader, just woken, is this processor's next goroutine:
+	// let it take the EOF (and hand the loss on) before the close of
+	// exited wakes the teardown, whose first group probe scans /proc for
+	// a few hundred microseconds and would otherwise run first.
+	runtime.Gosched()
 	close(g.exited)
 	g.log.Debug("stdio: child exited", "pid", g.pgid, "status", g.Exit().Status)
 	if pinned {
