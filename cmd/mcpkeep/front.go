@@ -45,12 +45,17 @@ type front struct {
 	pool     *mcpkeep.Pool
 	applyErr error
 	ctx      context.Context // ends the first apply (Dispose cancels it too)
+	// levels and subs are per host session; the servers get the most
+	// verbose level any session asked for and the union of subscriptions.
+	levels map[*mcp.ServerSession]mcp.LoggingLevel
+	subs   map[string]map[*mcp.ServerSession]bool
 }
 
 func newFront(log, sdkLog *slog.Logger, impl *mcp.Implementation, poolOpts mcpkeep.PoolOptions,
 	apply func(context.Context, *mcpkeep.Pool) error, initWait time.Duration) *front {
 	f := &front{log: log, poolOpts: poolOpts, apply: apply, initWait: initWait,
-		host: &hostLink{log: log}, started: make(chan struct{}), applied: make(chan struct{}),
+		started: make(chan struct{}), applied: make(chan struct{}),
+		levels: map[*mcp.ServerSession]mcp.LoggingLevel{}, subs: map[string]map[*mcp.ServerSession]bool{},
 		set: tools.NewSet(tools.Limits{}), catalog: tools.NewCatalog(tools.Limits{}), ctx: context.Background()}
 	f.srv = mcp.NewServer(impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -67,6 +72,7 @@ func newFront(log, sdkLog *slog.Logger, impl *mcp.Implementation, poolOpts mcpke
 		RootsListChangedHandler: f.rootsChanged,
 		Logger:                  sdkLog,
 	})
+	f.host = &hostLink{log: log, srv: f.srv}
 	f.up = newUpstream(f.srv, f.getPool, f.host, log)
 	f.cat = newCatalogMirror(f.srv, f.getPool, log)
 	f.srv.AddReceivingMiddleware(f.middleware)
@@ -97,7 +103,7 @@ func (f *front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		f.start(method, req)
 		if method == "logging/setLevel" {
 			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
-				_ = f.getPool().SetLoggingLevel(ctx, p.Level)
+				f.setLevel(ctx, req.GetSession().(*mcp.ServerSession), p.Level)
 			}
 		}
 		res, err := next(ctx, method, req)
@@ -134,7 +140,6 @@ func joinInstructions(own, servers string) string {
 // and starts the servers in the background.
 func (f *front) start(method string, req mcp.Request) {
 	f.once.Do(func() {
-		ss, _ := req.GetSession().(*mcp.ServerSession)
 		var caps *mcp.ClientCapabilities
 		version := ""
 		if p, ok := req.GetParams().(*mcp.InitializeParams); ok && method == "initialize" && p != nil {
@@ -145,10 +150,26 @@ func (f *front) start(method string, req mcp.Request) {
 		}); ok {
 			caps, version = r.ClientCapabilities(), r.ProtocolVersion()
 		}
-		f.host.learn(ss, caps, version)
+		f.launch(caps, version)
+	})
+}
+
+// startServing starts the servers before any host connected (--listen:
+// many hosts, so every capability a host may have is declared and each
+// server request is carried to the session that can answer it).
+func (f *front) startServing() {
+	f.once.Do(func() {
+		f.launch(&mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{ListChanged: true}}, "")
+	})
+}
+
+func (f *front) launch(caps *mcp.ClientCapabilities, version string) {
+	{
+		f.host.learn(caps, version)
 		opts := f.poolOpts
 		opts.Sink, opts.Catalog = f.set, f.catalog
-		opts.Host = f.host.handlers(&logRelay{host: f.host}, f.srv)
+		opts.Host = f.host.handlers(&logRelay{srv: f.srv})
 		if opts.Host.ListRoots != nil {
 			opts.Roots = []*mcp.Root{} // the servers know of roots from the start
 		}
@@ -169,7 +190,7 @@ func (f *front) start(method string, req mcp.Request) {
 			f.mu.Unlock()
 			close(f.applied)
 		}()
-	})
+	}
 }
 
 // settle waits for the first apply, at most initWait.
@@ -193,8 +214,11 @@ func (f *front) rootsChanged(ctx context.Context, req *mcp.RootsListChangedReque
 }
 
 func (f *front) refreshRoots(ss *mcp.ServerSession) {
-	_, caps, modern := f.host.state()
-	if modern || caps == nil || (caps.RootsV2 == nil && !caps.Roots.ListChanged) || ss == nil {
+	if ss == nil || isModern(ss) {
+		return
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || (p.Capabilities.RootsV2 == nil && !p.Capabilities.Roots.ListChanged) {
 		return
 	}
 	go func() { // never call the host from its own notification handler
@@ -219,7 +243,20 @@ func (f *front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 }
 
 func (f *front) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	f.mu.Lock()
+	first := len(f.subs[req.Params.URI]) == 0
+	if first {
+		f.subs[req.Params.URI] = map[*mcp.ServerSession]bool{}
+	}
+	f.subs[req.Params.URI][req.Session] = true
+	f.mu.Unlock()
+	if !first {
+		return nil // the servers already have it; the SDK tracks who asked
+	}
 	if err := f.getPool().SubscribeResource(ctx, req.Params.URI); err != nil {
+		f.mu.Lock()
+		delete(f.subs, req.Params.URI)
+		f.mu.Unlock()
 		if errors.Is(err, mcpkeep.ErrUnknownResource) {
 			return mcp.ResourceNotFoundError(req.Params.URI)
 		}
@@ -228,13 +265,45 @@ func (f *front) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	return nil
 }
 
+// unsubscribe ends the servers' subscription when the last host session
+// that asked for it leaves it.
 func (f *front) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	// Another host session may still want it (HTTP): only the last goes.
-	if f.subscribers(req.Params.URI) > 1 {
+	f.mu.Lock()
+	delete(f.subs[req.Params.URI], req.Session)
+	last := len(f.subs[req.Params.URI]) == 0
+	if last {
+		delete(f.subs, req.Params.URI)
+	}
+	f.mu.Unlock()
+	if !last {
 		return nil
 	}
 	return f.getPool().UnsubscribeResource(ctx, req.Params.URI)
 }
 
-// subscribers counts the host sessions subscribed to uri (one for stdio).
-func (f *front) subscribers(string) int { return 1 }
+// setLevel records a session's level and gives the servers the most
+// verbose one any session asked for (each session's own level still
+// filters what it receives).
+func (f *front) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	f.mu.Lock()
+	f.levels[ss] = level
+	most := level
+	for _, l := range f.levels {
+		if levelRank(l) < levelRank(most) {
+			most = l
+		}
+	}
+	f.mu.Unlock()
+	_ = f.getPool().SetLoggingLevel(ctx, most)
+}
+
+var levelOrder = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func levelRank(l mcp.LoggingLevel) int {
+	for i, x := range levelOrder {
+		if x == l {
+			return i
+		}
+	}
+	return len(levelOrder)
+}

@@ -28,11 +28,13 @@ const shutdownBound = 30 * time.Second
 // runProxy is `mcpkeep proxy`: an MCP server on stdin/stdout that serves
 // the union of the configured servers' tools, each server supervised.
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("proxy", "proxy --config FILE [--log-format text|json] [--log-level LEVEL] [--trace FILE]")
+	fs := newFlags("proxy", "proxy --config FILE [--listen ADDR [--stdio] [--auth-token-env VAR]] [--log-format text|json] [--log-level LEVEL] [--trace FILE]")
 	cfgPath := fs.String("config", "", "the config file: mcpServers (Claude Desktop, Cursor) or servers (VS Code) shape (required)")
 	format := fs.String("log-format", "text", "log format on stderr: text | json (one object per line)")
 	level := fs.String("log-level", "info", "debug | info | warn | error (debug adds the servers' stderr and the SDK's logs)")
 	tracePath := fs.String("trace", "", "append every lifecycle transition to FILE as JSON lines")
+	var listen listenOpts
+	listen.register(fs)
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -40,6 +42,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if *cfgPath == "" {
 		err = errors.Join(err, errors.New("--config FILE is required"))
 	}
+	err = errors.Join(err, listen.check())
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpkeep proxy: %v\n", err)
 		fs.Usage()
@@ -54,7 +57,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug",
+	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", listen: listen,
 		load: func() (*config.Config, []config.Warning, error) { return config.Load(*cfgPath) }}
 	return p.run(os.Stdin, writeCloser(stdout), sigs)
 }
@@ -90,6 +93,8 @@ type proxy struct {
 	patch func(pool *mcpkeep.Pool, res mcp.Result)
 	// initWait bounds the host's initialize (zero: defaultInitWait).
 	initWait time.Duration
+	// listen serves hosts over Streamable HTTP (see listenOpts).
+	listen listenOpts
 }
 
 // run serves until the host closes in (stdin EOF) or SIGINT/SIGTERM
@@ -130,8 +135,23 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 		func(ctx context.Context, pool *mcpkeep.Pool) error { return pool.Apply(ctx, cfg) }, cmp.Or(p.initWait, defaultInitWait))
 	f.ctx, f.patch = ctx, p.patch
 
-	served := make(chan error, 1)
-	go func() { served <- f.srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}) }()
+	var served chan error
+	if p.listen.addr == "" || p.listen.stdio {
+		served = make(chan error, 1)
+		go func() { served <- f.srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out}) }()
+	}
+	var hf *httpFront
+	if p.listen.addr != "" {
+		f.startServing() // many hosts: the servers start now
+		if hf, err = p.listen.serve(f, sdkLog, nil); err != nil {
+			p.log.Error("cannot serve", slog.Any("err", err))
+			cancel()
+			<-f.applied
+			return p.shutdown(f.getPool(), 1)
+		}
+		p.log.Info("listening", slog.String("addr", hf.Addr()), slog.String("mcp", "http://"+hf.Addr()+"/mcp"),
+			slog.Bool("auth", p.listen.token != ""))
+	}
 
 	reloads := make(chan struct{}, 1)
 	reloaded := make(chan struct{})
@@ -185,6 +205,13 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 			running = false
 		}
 	}
+	if hf != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), httpShutdownBound)
+		if err := hf.shutdown(sctx, f, httpGrace); err != nil {
+			p.log.Warn("http shutdown", slog.Any("err", err))
+		}
+		scancel()
+	}
 	cancel()
 	if reloading {
 		<-reloaded
@@ -200,6 +227,13 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 	}
 	return code
 }
+
+// httpGrace is how long requests in flight may finish at SIGTERM before
+// the host sessions are closed; httpShutdownBound bounds the whole.
+const (
+	httpGrace         = 2 * time.Second
+	httpShutdownBound = 10 * time.Second
+)
 
 // defaultInitWait bounds how long the host's initialize waits for the
 // servers' first connections, so a host's own startup timeout is never hit.

@@ -46,6 +46,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("log-format", "text", "log format on stderr: text | json")
 	level := fs.String("log-level", "info", "debug | info | warn | error")
 	tracePath := fs.String("trace", "", "append every lifecycle transition to FILE as JSON lines")
+	var listen listenOpts
+	listen.register(fs)
 
 	// The command follows "--": everything before it is mcpkeep's.
 	var command []string
@@ -61,6 +63,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	log, err := newLogger(stderr, *format, *level)
 	var errs []error
 	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := listen.check(); err != nil {
 		errs = append(errs, err)
 	}
 	switch {
@@ -97,7 +102,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", namer: tools.OwnNames, initWait: wait,
+	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", namer: tools.OwnNames, initWait: wait, listen: listen,
 		load:  func() (*config.Config, []config.Warning, error) { return cfg, nil, nil },
 		patch: mirror(srvName)}
 	return p.run(os.Stdin, writeCloser(stdout), sigs)

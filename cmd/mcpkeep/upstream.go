@@ -121,7 +121,9 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			args = req.Params.Arguments
 		}
 		pool := u.pool()
-		if _, _, modern := u.host.state(); !modern {
+		server := u.serverOf(public)
+		if !isModern(req.Session) {
+			defer u.host.carry(server, req.Session)()
 			res, err := pool.Call(ctx, public, args, progressOpts(ctx, req))
 			return u.result(res, err)
 		}
@@ -133,7 +135,6 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			}
 			b.answer(req.Params.InputResponses)
 		} else {
-			server, _, _ := strings.Cut(public, "__")
 			b = bs.open(server)
 			go func() {
 				res, err := pool.Call(b.ctx, public, args, &mcpkeep.CallOptions{Progress: b.relay})
@@ -193,4 +194,16 @@ func describe(pool *mcpkeep.Pool, err error) string {
 		return "mcpkeep: the connection to the server was lost during the call; it was not retried and may or may not have taken effect: " + err.Error()
 	}
 	return err.Error()
+}
+
+// serverOf names the server of a public tool name: the one that
+// registered it, else the name's server part.
+func (u *upstream) serverOf(public string) string {
+	if lk, ok := u.pool().Sink().(tools.Lookuper); ok {
+		if server, _, ok := lk.Lookup(public); ok {
+			return server
+		}
+	}
+	server, _, _ := strings.Cut(public, "__")
+	return server
 }

@@ -106,20 +106,20 @@ func (bs *bridges) close(b *bridge) {
 	close(b.closed)
 }
 
-// ask carries req from server to the host through the one bridge of a
-// host call to that server in flight, and waits for the host's answer.
-func (bs *bridges) ask(ctx context.Context, server string, req mcp.InputRequest) (mcp.InputResponse, error) {
+// of lists the bridges of host calls to server in flight.
+func (bs *bridges) of(server string) []*bridge {
 	bs.mu.Lock()
-	var b *bridge
-	if set := bs.byServer[server]; len(set) == 1 {
-		for x := range set {
-			b = x
-		}
+	defer bs.mu.Unlock()
+	out := make([]*bridge, 0, len(bs.byServer[server]))
+	for b := range bs.byServer[server] {
+		out = append(out, b)
 	}
-	bs.mu.Unlock()
-	if b == nil {
-		return nil, errNoCarrier
-	}
+	return out
+}
+
+// ask carries req from a server to the host through bridge b and waits
+// for the host's answer.
+func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mcp.InputResponse, error) {
 	a := &ask{req: req, reply: make(chan askReply, 1)}
 	select {
 	case b.asks <- a:

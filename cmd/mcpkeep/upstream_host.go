@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,34 +14,38 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// hostLink is the proxy's side of the host: the host's session and the
-// capabilities it declared, which decide what every server is told (a
-// server sees exactly the sampling, elicitation and roots capabilities
-// the host has), and the carrying of each server's requests to the host.
+// hostLink is the proxy's side of its hosts: the capabilities the servers
+// are told of (over stdio, exactly those the host declared; with --listen,
+// sampling, elicitation and roots, since any session may answer), and the
+// carrying of each server's requests to a host.
 //
-// A host on a protocol before 2026-07-28 gets a server's request as a
-// request of the proxy's own (ServerSession.CreateMessage, Elicit,
-// ListRoots). A host on 2026-07-28 cannot be asked outside a request: the
-// request of the server goes, as a multi-round-trip input request, to the
-// host's tools/call to that server that is in flight, when exactly one is
-// (see bridges); otherwise the server gets an error saying why.
+// A server's request goes to the host session whose request to that
+// server is in flight, when exactly one is; with none in flight, to the
+// only session if there is one. A session on a protocol before 2026-07-28
+// gets it as a request of the proxy's own (ServerSession.CreateMessage,
+// Elicit, ListRoots). A session on 2026-07-28 cannot be asked outside a
+// request: it gets it as a multi-round-trip input request of its tools/call
+// in flight (see bridges). Otherwise the server gets an error saying why.
 type hostLink struct {
 	log *slog.Logger
+	srv *mcp.Server
 
-	mu      sync.Mutex
-	session *mcp.ServerSession
-	caps    *mcp.ClientCapabilities
-	modern  bool // the host speaks 2026-07-28 (no requests outside a request)
+	mu       sync.Mutex
+	caps     *mcp.ClientCapabilities
+	modern   bool                  // the stdio host speaks 2026-07-28
+	inflight map[string][]*carrier // server → legacy sessions' requests in flight
 
 	bridges bridges
 }
 
-// learn records the host's session and capabilities at its initialize
-// (or first server/discover).
-func (h *hostLink) learn(ss *mcp.ServerSession, caps *mcp.ClientCapabilities, version string) {
+// carrier is a legacy session's request to a server, in flight.
+type carrier struct{ session *mcp.ServerSession }
+
+// learn records the host's capabilities at its initialize (or first
+// request on 2026-07-28).
+func (h *hostLink) learn(caps *mcp.ClientCapabilities, version string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.session = ss
 	if caps == nil {
 		caps = &mcp.ClientCapabilities{}
 	}
@@ -48,20 +53,81 @@ func (h *hostLink) learn(ss *mcp.ServerSession, caps *mcp.ClientCapabilities, ve
 	h.modern = version >= "2026-07-28"
 }
 
-func (h *hostLink) state() (*mcp.ServerSession, *mcp.ClientCapabilities, bool) {
+func (h *hostLink) capabilities() *mcp.ClientCapabilities {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.session, h.caps, h.modern
+	if h.caps == nil {
+		return &mcp.ClientCapabilities{}
+	}
+	return h.caps
+}
+
+// isModern reports whether a host session speaks 2026-07-28.
+func isModern(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= "2026-07-28"
+}
+
+// carry registers a legacy session's request to server for its duration.
+func (h *hostLink) carry(server string, ss *mcp.ServerSession) (done func()) {
+	if ss == nil || isModern(ss) {
+		return func() {}
+	}
+	c := &carrier{session: ss}
+	h.mu.Lock()
+	if h.inflight == nil {
+		h.inflight = map[string][]*carrier{}
+	}
+	h.inflight[server] = append(h.inflight[server], c)
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		list := h.inflight[server]
+		for i, x := range list {
+			if x == c {
+				h.inflight[server] = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(h.inflight[server]) == 0 {
+			delete(h.inflight, server)
+		}
+	}
+}
+
+// route picks where a request of server goes: a legacy session (ss), or a
+// 2026-07-28 session's bridge (b), or neither (errNoCarrier).
+func (h *hostLink) route(server string) (ss *mcp.ServerSession, b *bridge, err error) {
+	h.mu.Lock()
+	legacy := slices.Clone(h.inflight[server])
+	h.mu.Unlock()
+	bridged := h.bridges.of(server)
+	switch {
+	case len(legacy)+len(bridged) == 1 && len(legacy) == 1:
+		return legacy[0].session, nil, nil
+	case len(legacy)+len(bridged) == 1:
+		return nil, bridged[0], nil
+	case len(legacy)+len(bridged) > 1:
+		return nil, nil, errManyCarriers
+	}
+	if all := slices.Collect(h.srv.Sessions()); len(all) == 1 && !isModern(all[0]) {
+		return all[0], nil, nil
+	}
+	return nil, nil, errNoCarrier
 }
 
 // handlers are the HostHandlers every supervisor gets: one per capability
-// the host declared, none for the others.
-func (h *hostLink) handlers(relay *logRelay, srv *mcp.Server) mcpkeep.HostHandlers {
-	_, caps, _ := h.state()
+// the servers are told of, none for the others.
+func (h *hostLink) handlers(relay *logRelay) mcpkeep.HostHandlers {
+	caps := h.capabilities()
 	hh := mcpkeep.HostHandlers{
 		LoggingMessage: relay.relay,
 		ResourceUpdated: func(server string, p *mcp.ResourceUpdatedNotificationParams) {
-			_ = srv.ResourceUpdated(context.Background(), p)
+			_ = h.srv.ResourceUpdated(context.Background(), p)
 		},
 		SubscriptionDropped: func(server, uri string, err error) {
 			h.log.Warn("subscription dropped", slog.String("server", server), slog.String("uri", uri), slog.Any("err", err))
@@ -79,14 +145,20 @@ func (h *hostLink) handlers(relay *logRelay, srv *mcp.Server) mcpkeep.HostHandle
 	return hh
 }
 
-var errNoCarrier = errors.New("the host speaks protocol 2026-07-28, which takes a server's request only inside a request of the host's: none (or more than one) of its calls to this server is in flight")
+var (
+	errNoCarrier    = errors.New("mcpkeep: no host request to this server is in flight that could carry the server's request (a host on protocol 2026-07-28 takes one only inside its own tools/call)")
+	errManyCarriers = errors.New("mcpkeep: several host requests to this server are in flight: which host should answer is ambiguous")
+)
 
 func (h *hostLink) createMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	ss, _, modern := h.state()
-	if !modern {
+	ss, b, err := h.route(server)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
 		return ss.CreateMessage(ctx, p)
 	}
-	res, err := h.bridges.ask(ctx, server, p)
+	res, err := h.bridges.ask(ctx, b, p)
 	if err != nil {
 		return nil, err
 	}
@@ -104,11 +176,14 @@ func (h *hostLink) createMessage(ctx context.Context, server string, p *mcp.Crea
 }
 
 func (h *hostLink) elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ss, _, modern := h.state()
-	if !modern {
+	ss, b, err := h.route(server)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
 		return ss.Elicit(ctx, p)
 	}
-	res, err := h.bridges.ask(ctx, server, p)
+	res, err := h.bridges.ask(ctx, b, p)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +194,14 @@ func (h *hostLink) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 }
 
 func (h *hostLink) listRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	ss, _, modern := h.state()
-	if !modern {
+	ss, b, err := h.route(server)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
 		return ss.ListRoots(ctx, &mcp.ListRootsParams{})
 	}
-	res, err := h.bridges.ask(ctx, server, &mcp.ListRootsParams{})
+	res, err := h.bridges.ask(ctx, b, &mcp.ListRootsParams{})
 	if err != nil {
 		return nil, err
 	}
@@ -136,19 +214,19 @@ func (h *hostLink) listRoots(ctx context.Context, server string) (*mcp.ListRoots
 // logRelay sends the servers' log messages to the host with the logger
 // named after the server ("<server>" or "<server>/<logger>"). The SDK
 // drops those below the level the host set.
-type logRelay struct{ host *hostLink }
+type logRelay struct{ srv *mcp.Server }
 
+// relay sends to every host session; each session's own level (its
+// logging/setLevel) decides whether it gets the message.
 func (r *logRelay) relay(server string, p *mcp.LoggingMessageParams) {
-	ss, _, _ := r.host.state()
-	if ss == nil {
-		return
-	}
 	q := *p
 	q.Logger = server
 	if p.Logger != "" {
 		q.Logger = server + "/" + p.Logger
 	}
-	_ = ss.Log(context.Background(), &q)
+	for ss := range r.srv.Sessions() {
+		_ = ss.Log(context.Background(), &q)
+	}
 }
 
 // progressOpts relays a server's progress for one host request to the
