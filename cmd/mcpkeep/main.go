@@ -25,6 +25,7 @@ var commands = []command{
 	{"proxy", "serve the configured servers over stdio (all of MCP), each server supervised", runProxy},
 	{"run", "wrap one server (-- COMMAND, or --url) under its own names: a one-line host config change", runRun},
 	{"demo", "watch a built-in server crash and recover (no setup, no network)", runDemo},
+	{"status", "print each server's state from a running instance's /readyz", runStatus},
 	{"check", "validate a config file and print each server's retry schedule", runCheck},
 	{"diagram", "render the connection lifecycle (DOT, Mermaid)", runDiagram},
 	{"replay", "check recorded event traces against the lifecycle", runReplay},

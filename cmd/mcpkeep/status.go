@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// statusTimeout bounds status's one request.
+const statusTimeout = 5 * time.Second
+
+// statusBodyLimit bounds the /readyz answer status reads.
+const statusBodyLimit = 4 << 20
+
+// runStatus is `mcpkeep status`: it asks a running instance's /readyz and
+// prints each server's state. Exit 0 ready, 1 not ready, 2 unreachable or
+// an answer that is not mcpkeep's /readyz (or a usage error).
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("status", "status [--addr ADDR]")
+	addr := fs.String("addr", defaultOpsAddr, "the instance's health address (--metrics-listen or --listen): HOST:PORT or an http(s):// URL")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	rep, err := fetchReadiness(*addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpkeep status: %v\n", err)
+		return 2
+	}
+	printStatus(stdout, rep)
+	if !rep.Ready {
+		return 1
+	}
+	return 0
+}
+
+// readyzURL is addr's /readyz: addr is HOST:PORT, or a URL whose path
+// /readyz replaces.
+func readyzURL(addr string) string {
+	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
+		return strings.TrimRight(addr, "/") + "/readyz"
+	}
+	return "http://" + addr + "/readyz"
+}
+
+// fetchReadiness GETs addr's /readyz and checks that the answer is what
+// ops serves: 200 with ready true, or 503 with ready false, and a JSON
+// body with ready and servers.
+func fetchReadiness(addr string) (readyReply, error) {
+	url := readyzURL(addr)
+	client := &http.Client{Timeout: statusTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(url)
+	if err != nil {
+		return readyReply{}, fmt.Errorf("cannot reach the instance: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, statusBodyLimit))
+	if err != nil {
+		return readyReply{}, fmt.Errorf("%s: reading the answer: %w", url, err)
+	}
+	var raw struct {
+		Ready   *bool           `json:"ready"`
+		Reason  string          `json:"reason"`
+		Servers *[]serverStatus `json:"servers"`
+	}
+	notOurs := func(why string) error {
+		return fmt.Errorf("%s: %s (%s): not the answer of an mcpkeep /readyz", url, why, resp.Status)
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
+		return readyReply{}, notOurs("unexpected status")
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return readyReply{}, notOurs("the body is not JSON")
+	}
+	if raw.Ready == nil || raw.Servers == nil {
+		return readyReply{}, notOurs("the body lacks ready or servers")
+	}
+	if *raw.Ready != (resp.StatusCode == http.StatusOK) {
+		return readyReply{}, notOurs("ready disagrees with the status")
+	}
+	return readyReply{Ready: *raw.Ready, Reason: raw.Reason, Servers: *raw.Servers}, nil
+}
+
+// printStatus writes the table (SERVER STATE ATTEMPT NEXT-RETRY
+// LAST-ERROR), then "ready", or "not ready: " and the reason.
+func printStatus(w io.Writer, rep readyReply) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tATTEMPT\tNEXT-RETRY\tLAST-ERROR")
+	for _, s := range rep.Servers {
+		attempt := strconv.Itoa(s.Attempt)
+		if s.MaxAttempts > 0 {
+			attempt += "/" + strconv.Itoa(s.MaxAttempts)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(s.Server), oneLine(s.State), attempt,
+			orDash(s.NextRetry), orDash(s.LastError))
+	}
+	_ = tw.Flush()
+	if rep.Ready {
+		fmt.Fprintln(w, "ready")
+		return
+	}
+	fmt.Fprintf(w, "not ready: %s\n", orDash(rep.Reason))
+}
+
+// oneLine keeps a cell on its line (an error may span several).
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func orDash(s string) string {
+	if s = oneLine(s); s == "" {
+		return "-"
+	}
+	return s
+}
