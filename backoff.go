@@ -17,10 +17,12 @@ func (lc *lifecycle) armRetry(g *generation) {
 	delay := lc.opts.policy.JitteredDelay(attempt, lc.opts.Rand.Float64())
 	lc.retrySeq++
 	seq := lc.retrySeq
+	// The due time is read before the timer is armed, so the timer can
+	// never fire before the time the trace and the snapshot announce.
+	lc.nextRetry = lc.opts.Clock.Now().Add(delay)
 	lc.retryTimer = lc.opts.Clock.AfterFunc(delay, func() {
 		lc.s.send(message{kind: mRetryDue, seq: seq})
 	})
-	lc.nextRetry = lc.opts.Clock.Now().Add(delay)
 	lc.log(slog.LevelWarn, "reconnecting", g,
 		slog.Int("attempt", attempt), slog.Int("max_attempts", lc.opts.policy.MaxAttempts),
 		slog.Duration("delay", delay))

@@ -45,6 +45,7 @@ type front struct {
 	pool     *mcpkeep.Pool
 	applyErr error
 	ctx      context.Context // ends the first apply (Dispose cancels it too)
+	ops      *ops            // counts relayed requests; nil in tests
 	// levels and subs are per host session; the servers get the most
 	// verbose level any session asked for and the union of subscriptions.
 	levels map[*mcp.ServerSession]mcp.LoggingLevel
@@ -193,15 +194,22 @@ func (f *front) launch(caps *mcp.ClientCapabilities, version string) {
 	}
 }
 
-// settle waits for the first apply, at most initWait.
+// settle waits for the first apply, at most initWait. The lists it
+// registered were announced by the SDK 10 ms (debounced) after the last
+// change; waiting that out before the host has its answer keeps the host
+// from hearing of lists it is about to read anyway.
 func (f *front) settle() {
 	t := time.NewTimer(f.initWait)
 	defer t.Stop()
 	select {
 	case <-f.applied:
+		time.Sleep(sdkListChangedDelay)
 	case <-t.C:
 	}
 }
+
+// sdkListChangedDelay outlasts the SDK's debounce of list_changed (10 ms).
+const sdkListChangedDelay = 25 * time.Millisecond
 
 // initialized fetches a (legacy) host's roots once it finished
 // initializing; a 2026-07-28 host is asked for roots through bridges.
@@ -235,7 +243,9 @@ func (f *front) refreshRoots(ss *mcp.ServerSession) {
 }
 
 func (f *front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	start := time.Now()
 	res, err := f.getPool().Complete(ctx, req.Params, nil)
+	f.ops.observeRequest("", "completion/complete", start, err)
 	if err != nil {
 		return nil, f.cat.wireError(err)
 	}

@@ -23,6 +23,7 @@ type listenOpts struct {
 	stdio    bool
 	tokenEnv string
 	origins  kvList
+	metrics  string // --metrics-listen: health, readiness and metrics without MCP
 	token    string // read from tokenEnv by check; never logged
 }
 
@@ -36,10 +37,16 @@ func (l *listenOpts) register(fs *flag.FlagSet) {
 	fs.BoolVar(&l.stdio, "stdio", false, "with --listen, also serve a host on stdin/stdout")
 	fs.StringVar(&l.tokenEnv, "auth-token-env", "", "with --listen, require \"Authorization: Bearer <token>\" with the token in this environment variable (required off loopback)")
 	fs.Var(&l.origins, "allow-origin", "with --listen, a browser Origin allowed besides the server's own (repeatable)")
+	fs.StringVar(&l.metrics, "metrics-listen", "", "serve /healthz, /readyz and /metrics (no MCP) at ADDR, e.g. "+defaultOpsAddr)
 }
 
 // check validates the combination and reads the token.
 func (l *listenOpts) check() error {
+	if l.metrics != "" {
+		if _, _, err := net.SplitHostPort(l.metrics); err != nil {
+			return fmt.Errorf("--metrics-listen: %q is not host:port: %v", l.metrics, err)
+		}
+	}
 	if l.addr == "" {
 		switch {
 		case l.stdio:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -138,6 +139,29 @@ func TestListenServesManyHosts(t *testing.T) {
 	}
 	if strings.Contains(r.stderr.String(), "s3cret") {
 		t.Error("the token appears in the logs")
+	}
+	// Health and readiness beside /mcp, without the token; metrics with it.
+	for _, c := range []struct {
+		path string
+		auth bool
+		want int
+	}{{"/healthz", false, 200}, {"/readyz", false, 200}, {"/metrics", false, 401}, {"/metrics", true, 200}} {
+		req, _ := http.NewRequest("GET", "http://"+r.addr+c.path, nil)
+		if c.auth {
+			req.Header.Set("Authorization", "Bearer s3cret")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET %s (auth %v): %d %s, want %d", c.path, c.auth, resp.StatusCode, body, c.want)
+		}
+		if c.path == "/metrics" && c.auth && !strings.Contains(string(body), `mcpkeep_requests_total{method="tools/call",result="ok",server="a"} 2`) {
+			t.Errorf("metrics do not count the two calls:\n%s", body)
+		}
 	}
 	// A browser page of another origin: refused.
 	req, _ := http.NewRequest("POST", "http://"+r.addr+"/mcp", strings.NewReader(`{}`))

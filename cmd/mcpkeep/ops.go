@@ -160,6 +160,9 @@ func observers(list ...mcpkeep.Observer) mcpkeep.Observer {
 // method: tools/call, prompts/get, resources/read...) that started at
 // start and ended with err.
 func (o *ops) observeRequest(server, method string, start time.Time, err error) {
+	if o == nil {
+		return
+	}
 	o.requests.WithLabelValues(server, method, requestResult(err)).Inc()
 	o.latency.WithLabelValues(server, method).Observe(time.Since(start).Seconds())
 }

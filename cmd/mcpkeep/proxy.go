@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -57,7 +59,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", listen: listen,
+	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", listen: listen, ops: newOps(log),
 		load: func() (*config.Config, []config.Warning, error) { return config.Load(*cfgPath) }}
 	return p.run(os.Stdin, writeCloser(stdout), sigs)
 }
@@ -95,6 +97,18 @@ type proxy struct {
 	initWait time.Duration
 	// listen serves hosts over Streamable HTTP (see listenOpts).
 	listen listenOpts
+	// ops serves health, readiness and metrics (with --listen or
+	// --metrics-listen) and counts what happens either way.
+	ops *ops
+}
+
+// serverNames are the names of cfg's servers.
+func serverNames(cfg *config.Config) []string {
+	out := make([]string, 0, len(cfg.Servers))
+	for _, sc := range cfg.Servers {
+		out = append(out, sc.Name)
+	}
+	return out
 }
 
 // run serves until the host closes in (stdin EOF) or SIGINT/SIGTERM
@@ -131,9 +145,10 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 		impl = &mcp.Implementation{Name: "mcpkeep", Version: resolveVersion()}
 	}
 	f := newFront(p.log, sdkLog, impl,
-		mcpkeep.PoolOptions{Logger: p.log, Observer: trace.observer(), Namer: p.namer},
+		mcpkeep.PoolOptions{Logger: p.log, Observer: observers(trace.observer(), p.ops.observer()), Namer: p.namer},
 		func(ctx context.Context, pool *mcpkeep.Pool) error { return pool.Apply(ctx, cfg) }, cmp.Or(p.initWait, defaultInitWait))
-	f.ctx, f.patch = ctx, p.patch
+	f.ctx, f.patch, f.ops, f.up.ops, f.cat.ops = ctx, p.patch, p.ops, p.ops, p.ops
+	p.ops.expect(serverNames(cfg))
 
 	var served chan error
 	if p.listen.addr == "" || p.listen.stdio {
@@ -143,7 +158,7 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 	var hf *httpFront
 	if p.listen.addr != "" {
 		f.startServing() // many hosts: the servers start now
-		if hf, err = p.listen.serve(f, sdkLog, nil); err != nil {
+		if hf, err = p.listen.serve(f, sdkLog, p.ops.handler(f.getPool)); err != nil {
 			p.log.Error("cannot serve", slog.Any("err", err))
 			cancel()
 			<-f.applied
@@ -151,6 +166,21 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 		}
 		p.log.Info("listening", slog.String("addr", hf.Addr()), slog.String("mcp", "http://"+hf.Addr()+"/mcp"),
 			slog.Bool("auth", p.listen.token != ""))
+	}
+	var opsSrv *http.Server
+	if p.listen.metrics != "" {
+		ln, err := net.Listen("tcp", p.listen.metrics)
+		if err != nil {
+			p.log.Error("cannot serve health and metrics", slog.Any("err", fmt.Errorf("--metrics-listen: %w", err)))
+			cancel()
+			if pool, ok := f.Pool(); ok {
+				return p.shutdown(pool, 1)
+			}
+			return 1
+		}
+		opsSrv = &http.Server{Handler: p.ops.handler(f.getPool), ReadHeaderTimeout: 10 * time.Second}
+		go opsSrv.Serve(ln)
+		p.log.Info("serving health and metrics", slog.String("addr", ln.Addr().String()))
 	}
 
 	reloads := make(chan struct{}, 1)
@@ -205,6 +235,7 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 			running = false
 		}
 	}
+	p.ops.stop() // readiness says so at once
 	if hf != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), httpShutdownBound)
 		if err := hf.shutdown(sctx, f, httpGrace); err != nil {
@@ -224,6 +255,11 @@ func (p *proxy) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Signal)
 	}
 	if served != nil {
 		<-served // Run returns once ctx is cancelled
+	}
+	if opsSrv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+		_ = opsSrv.Shutdown(sctx)
+		scancel()
 	}
 	return code
 }
@@ -263,6 +299,7 @@ func (p *proxy) reload(ctx context.Context, pool *mcpkeep.Pool) {
 		p.logErrors("reload failed, config unchanged", err)
 		return
 	}
+	p.ops.expect(serverNames(cfg))
 	if err := pool.Apply(ctx, cfg); err != nil {
 		p.logErrors("reload", err)
 	}

@@ -102,7 +102,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", namer: tools.OwnNames, initWait: wait, listen: listen,
+	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", namer: tools.OwnNames, initWait: wait, listen: listen, ops: newOps(log),
 		load:  func() (*config.Config, []config.Warning, error) { return cfg, nil, nil },
 		patch: mirror(srvName)}
 	return p.run(os.Stdin, writeCloser(stdout), sigs)

@@ -30,6 +30,7 @@ type upstream struct {
 	pool func() *mcpkeep.Pool
 	host *hostLink
 	log  *slog.Logger
+	ops  *ops // counts relayed requests; nil counts nothing
 
 	mu      sync.Mutex
 	exposed map[string]map[string]tools.Tool // server → public name → tool
@@ -124,7 +125,9 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		server := u.serverOf(public)
 		if !isModern(req.Session) {
 			defer u.host.carry(server, req.Session)()
+			start := time.Now()
 			res, err := pool.Call(ctx, public, args, progressOpts(ctx, req))
+			u.ops.observeRequest(server, "tools/call", start, err)
 			return u.result(res, err)
 		}
 		bs := &u.host.bridges
@@ -137,7 +140,9 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		} else {
 			b = bs.open(server)
 			go func() {
+				start := time.Now()
 				res, err := pool.Call(b.ctx, public, args, &mcpkeep.CallOptions{Progress: b.relay})
+				u.ops.observeRequest(server, "tools/call", start, err)
 				b.done <- outcome{res, err}
 			}()
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/tools"
@@ -23,6 +25,7 @@ type catalogMirror struct {
 	srv  *mcp.Server
 	pool func() *mcpkeep.Pool
 	log  *slog.Logger
+	ops  *ops // counts relayed requests; nil counts nothing
 
 	// exposed is what each server has on the proxy's server, by key
 	// (prompt public name, URI, URI template) and canonical definition.
@@ -161,8 +164,11 @@ func setOrDelete(m map[string]map[string]string, server string, next map[string]
 // promptHandler routes prompts/get to the server's supervisor by public
 // name; outage and connection errors are worded as for tool calls.
 func (c *catalogMirror) promptHandler(public string) mcp.PromptHandler {
+	server, _, _ := strings.Cut(public, "__")
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		start := time.Now()
 		res, err := c.pool().GetPrompt(ctx, public, req.Params.Arguments, progressOpts(ctx, req))
+		c.ops.observeRequest(server, "prompts/get", start, err)
 		if err != nil {
 			return nil, c.wireError(err)
 		}
@@ -173,7 +179,9 @@ func (c *catalogMirror) promptHandler(public string) mcp.PromptHandler {
 // readHandler routes resources/read by URI (the pool picks the server).
 func (c *catalogMirror) readHandler() mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		start := time.Now()
 		res, err := c.pool().ReadResource(ctx, req.Params.URI, progressOpts(ctx, req))
+		c.ops.observeRequest(c.owner(req.Params.URI), "resources/read", start, err)
 		if err != nil {
 			if errors.Is(err, mcpkeep.ErrUnknownResource) {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
@@ -202,4 +210,14 @@ func canonicalJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// owner names the server a URI is read from, for metrics ("" unknown).
+func (c *catalogMirror) owner(uri string) string {
+	if cat, ok := c.pool().Catalog().(tools.CatalogLookuper); ok {
+		if owners := cat.ResourceOwners(uri); len(owners) > 0 {
+			return owners[0]
+		}
+	}
+	return ""
 }
