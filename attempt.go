@@ -48,7 +48,7 @@ func (s *Supervisor) attempt(g *generation) {
 		// A kind the server no longer offers is an empty list: the
 		// previous generation's registrations of it must go.
 		m.lists.kinds = kindTools | kindPrompts | kindResources
-		s.reconcile(g.ctx, g, cs)
+		s.reconcile(g.ctx, g, cs, "")
 	}
 	if !s.handoff(m) {
 		// Nobody will close this session or end the transport.

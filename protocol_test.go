@@ -1492,15 +1492,11 @@ func TestProtocolRefusalSeenOnNewProtocol(t *testing.T) {
 	})
 }
 
-// Known bug (reported): reconcile takes every error of the host's own
-// SubscribeResource for a refusal to drop. An established server's
-// refusal is returned to the caller and also logged as "subscription
-// dropped" and told to HostHandlers.SubscriptionDropped (documented only
-// for a restarted server's refusal); a SubscribeResource whose context is
-// cancelled (or times out) is reported as a dropped subscription
-// ("context canceled"), although no server refused anything.
+// An established server's refusal of the host's own SubscribeResource is
+// its error, not a "subscription dropped" (reserved for a restarted
+// server's refusal); a SubscribeResource whose context ends refused
+// nothing at all.
 func TestProtocolOwnSubscribeErrorIsNotADrop(t *testing.T) {
-	t.Skip("known bug: SubscribeResource's own refusal or cancellation goes through dropRefused (warn log, SubscriptionDropped)")
 	synctest.Test(t, func(t *testing.T) {
 		r := newProtoRig(t, legacyProtocol, nil, nil)
 		r.f.set(func(f *protoFixture) { f.refuse = map[string]bool{"docs://x": true} })

@@ -78,7 +78,7 @@ func (s *Supervisor) SubscribeResource(ctx context.Context, uri string) error {
 	s.sticky.version++
 	s.sticky.Unlock()
 	if g := s.live.Load(); g != nil {
-		if err := s.reconcile(ctx, g, g.cs)[uri]; err != nil {
+		if err := s.reconcile(ctx, g, g.cs, uri)[uri]; err != nil {
 			return fmt.Errorf("mcpkeep: server %q: subscribe %q: %w", s.opts.Name, uri, err)
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Supervisor) UnsubscribeResource(ctx context.Context, uri string) error 
 	s.sticky.version++
 	s.sticky.Unlock()
 	if g := s.live.Load(); g != nil {
-		s.reconcile(ctx, g, g.cs)
+		s.reconcile(ctx, g, g.cs, "")
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (s *Supervisor) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel
 	s.sticky.Unlock()
 	s.levelSet.Store(true)
 	if g := s.live.Load(); g != nil {
-		if err := s.reconcile(ctx, g, g.cs)[levelKey]; err != nil {
+		if err := s.reconcile(ctx, g, g.cs, "")[levelKey]; err != nil {
 			return fmt.Errorf("mcpkeep: server %q: logging/setLevel: %w", s.opts.Name, err)
 		}
 	}
@@ -136,7 +136,7 @@ func (s *Supervisor) SetRoots(ctx context.Context, roots []*mcp.Root) error {
 	s.sticky.version++
 	s.sticky.Unlock()
 	if g := s.live.Load(); g != nil {
-		s.reconcile(ctx, g, g.cs)
+		s.reconcile(ctx, g, g.cs, "")
 	}
 	return nil
 }
@@ -153,13 +153,16 @@ const levelKey = ""
 // the host changed while it connected.
 func (s *Supervisor) reconcileLater(g *generation) {
 	defer s.wg.Done()
-	s.reconcile(g.ctx, g, g.cs)
+	s.reconcile(g.ctx, g, g.cs, "")
 }
 
 // reconcile converges generation g's server to the recorded sticky state
 // and returns what the server refused, by URI (levelKey for the level).
-// Refused subscriptions are forgotten, logged and told to the host.
-func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.ClientSession) map[string]error {
+// Refused subscriptions are forgotten, logged and told to the host, except
+// own: the subscription the host is making right now, whose refusal is
+// the host's SubscribeResource error. A request cut short by ctx is no
+// refusal: it stays recorded for the next reconcile.
+func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.ClientSession, own string) map[string]error {
 	g.applied.mu.Lock()
 	defer g.applied.mu.Unlock()
 	s.sticky.Lock()
@@ -192,8 +195,13 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 			err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		}
 		if err != nil {
-			if g.ctx.Err() != nil {
-				return refused // the generation ended: the next one reconciles
+			if g.ctx.Err() != nil || ctx.Err() != nil {
+				// The generation ended (the next one reconciles), or the
+				// caller gave up: nothing was refused.
+				if uri == own {
+					refused[uri] = err
+				}
+				return refused
 			}
 			refused[uri] = err
 			continue
@@ -224,7 +232,7 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 		a.roots = roots
 	}
 	a.ver = ver
-	s.dropRefused(g, refused)
+	s.dropRefused(g, refused, own)
 	return refused
 }
 
@@ -276,15 +284,23 @@ func (s *Supervisor) withLevel(g *generation, meta *mcp.Meta) {
 	(*meta)[mcp.MetaKeyLogLevel] = string(lv)
 }
 
-// dropRefused forgets refused subscriptions and tells the host.
-func (s *Supervisor) dropRefused(g *generation, refused map[string]error) {
+// dropRefused forgets refused subscriptions and tells the host, but for
+// own (see reconcile), which is only forgotten; a cancelled own is kept.
+func (s *Supervisor) dropRefused(g *generation, refused map[string]error, own string) {
 	var dropped []string
 	s.sticky.Lock()
-	for uri := range refused {
-		if uri != levelKey && s.sticky.subs[uri] {
-			delete(s.sticky.subs, uri)
-			dropped = append(dropped, uri)
+	for uri, err := range refused {
+		if uri == levelKey || !s.sticky.subs[uri] {
+			continue
 		}
+		if uri == own {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				delete(s.sticky.subs, uri)
+			}
+			continue
+		}
+		delete(s.sticky.subs, uri)
+		dropped = append(dropped, uri)
 	}
 	s.sticky.Unlock()
 	slices.Sort(dropped)
