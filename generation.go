@@ -35,6 +35,8 @@ type generation struct {
 	view atomic.Pointer[catalogView]
 	// applied is the sticky session state this generation's server has.
 	applied applied
+	// subWait is reconcile's wait for a 2026-07-28 subscription's answer.
+	subWait subWait
 
 	// Owned by the loop goroutine.
 	retry       bool // not the first generation of this Start: success logs "recovered"

@@ -129,6 +129,33 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 	if len(roots) > 0 {
 		c.AddRoots(roots...) // no session yet: nothing is notified
 	}
+	// On 2026-07-28 a subscription is a subscriptions/listen that the
+	// SDK's Subscribe does not wait for: its acknowledgement (or its
+	// failure) is watched here, so reconcile learns whether it was taken.
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && p != nil {
+					n := p.Notifications
+					if !n.ToolsListChanged && !n.PromptsListChanged && !n.ResourcesListChanged {
+						g.subAcked(n.ResourceSubscriptions)
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	c.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "subscriptions/listen" && err != nil && ctx.Err() == nil {
+				if p, ok := req.GetParams().(*mcp.SubscriptionsListenParams); ok && p != nil && p.Notifications != nil {
+					g.subFailed(p.Notifications.ResourceSubscriptions, err)
+				}
+			}
+			return res, err
+		}
+	})
 	return c
 }
 

@@ -1457,17 +1457,13 @@ func TestProtocolSubscriptionDropped(t *testing.T) {
 	}
 }
 
-// Known bug (reported): on 2026-07-28 a server's refusal of a
-// subscription is never noticed. go-sdk v1.8.0's ClientSession.Subscribe
-// sends a subscriptions/listen and returns without waiting for its answer
-// (callSubscriptionsListen), so reconcile takes every Subscribe as
-// applied: SubscribeResource returns nil although the established server
-// refused it, and a restarted server's refusal is neither dropped, nor
-// logged, nor told to SubscriptionDropped (the URI is re-sent to every
-// generation). The legacy protocol behaves as documented
-// (TestProtocolSubscriptionDropped).
+// On 2026-07-28 go-sdk v1.8.0's ClientSession.Subscribe sends a
+// subscriptions/listen and returns without waiting for its answer; the
+// supervisor watches the acknowledgement (or the listen's failure), so a
+// refusal is seen as on the legacy protocol: the established server's is
+// SubscribeResource's error, a restarted server's is dropped, logged and
+// told to SubscriptionDropped.
 func TestProtocolRefusalSeenOnNewProtocol(t *testing.T) {
-	t.Skip("known bug: on 2026-07-28 the SDK's Subscribe does not await subscriptions/listen, so a refused subscription is taken as applied")
 	synctest.Test(t, func(t *testing.T) {
 		r := newProtoRig(t, "", nil, nil)
 		r.f.set(func(f *protoFixture) { f.refuse = map[string]bool{"docs://x": true} })
@@ -1479,7 +1475,15 @@ func TestProtocolRefusalSeenOnNewProtocol(t *testing.T) {
 		must(t, r.sup.SubscribeResource(ctx, "docs://a"))
 		r.settle()
 		r.f.set(func(f *protoFixture) { f.refuse = map[string]bool{"docs://a": true} })
-		r.crash(t, 1)
+		r.mem.Gen(1).Kill()
+		r.settle()
+		r.wantState(fsm.BackingOff)
+		r.advance(r.sup.State().NextRetry.Sub(r.clk.Now()))
+		// Gen 2's attempt waits out the acknowledgement that does not come
+		// (real time: the bubble's fake clock).
+		time.Sleep(subAckWait)
+		r.settle()
+		r.wantState(fsm.Established)
 		if n := len(r.logsNamed("subscription dropped")); n != 1 {
 			t.Errorf("%d subscription dropped logs after gen 2 refused docs://a, want 1", n)
 		}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -191,6 +192,8 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 		var err error
 		if caps.Resources == nil || !caps.Resources.Subscribe {
 			err = errNoSubscribe
+		} else if modern(cs) {
+			err = s.subscribeAndWait(ctx, g, cs, uri)
 		} else {
 			err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		}
@@ -237,6 +240,40 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 }
 
 var errNoSubscribe = errors.New("the server does not offer resource subscriptions")
+
+// subscribeAndWait subscribes on 2026-07-28 and waits for the server's
+// acknowledgement (see subWait). The SDK never reads the answer to the
+// listen, so a refusal is the acknowledgement that does not come: one not
+// there within subAckWait is a refusal. The wait runs on real time, as
+// the SDK's own does (a server's answer is not the supervisor's timer).
+func (s *Supervisor) subscribeAndWait(ctx context.Context, g *generation, cs *mcp.ClientSession, uri string) error {
+	answer := g.subWait.expect(uri)
+	defer g.subWait.done()
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		return err
+	}
+	t := time.NewTimer(subAckWait)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-answer:
+	case <-t.C:
+		err = errNotAcknowledged
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err != nil {
+		// Free the SDK's record of the URI, so a later Subscribe is sent.
+		_ = cs.Unsubscribe(context.WithoutCancel(ctx), &mcp.UnsubscribeParams{URI: uri})
+	}
+	return err
+}
+
+// subAckWait bounds the wait for a 2026-07-28 subscription's
+// acknowledgement, which a server sends at once when it takes one.
+const subAckWait = 5 * time.Second
+
+var errNotAcknowledged = errors.New("the server did not acknowledge the subscription (refused)")
 
 // modern reports whether cs speaks protocol 2026-07-28 or later.
 func modern(cs *mcp.ClientSession) bool {
