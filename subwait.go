@@ -51,5 +51,5 @@ func (w *subWait) answer(uris []string, err error, acked bool) {
 	w.ch = nil
 }
 
-func (g *generation) subAcked(uris []string)            { g.subWait.answer(uris, nil, true) }
+func (g *generation) subAcked(uris []string)             { g.subWait.answer(uris, nil, true) }
 func (g *generation) subFailed(uris []string, err error) { g.subWait.answer(uris, err, false) }
