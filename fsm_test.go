@@ -45,9 +45,6 @@ type raceRow struct {
 	// repeat runs the row this many times, each on a fresh supervisor (a
 	// race the code before the fix lost only at random).
 	repeat int
-	// skip names a known bug of the supervisor the row reproduces; the row
-	// is skipped until the bug is fixed.
-	skip string
 }
 
 const (
@@ -1077,9 +1074,6 @@ var raceTable = []raceRow{
 func TestRaceTable(t *testing.T) {
 	for _, row := range raceTable {
 		t.Run(row.race+"/"+row.name, func(t *testing.T) {
-			if row.skip != "" {
-				t.Skip(row.skip)
-			}
 			for range max(1, row.repeat) {
 				synctest.Test(t, func(t *testing.T) { runRow(t, row) })
 				if t.Failed() {
@@ -1280,9 +1274,6 @@ func TestEveryGuardRejects(t *testing.T) {
 	}
 	for _, row := range raceTable {
 		t.Run(row.race+"/"+row.name, func(t *testing.T) {
-			if row.skip != "" {
-				t.Skip(row.skip)
-			}
 			var res rowResult
 			synctest.Test(t, func(t *testing.T) { res = runRow(t, row) })
 			for key, n := range res.stats.Rejected {
