@@ -3,7 +3,9 @@ package mcpkeep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -1321,4 +1324,1066 @@ func wantTeardown(t *testing.T, h *harness, n uint64, what string, abort bool) {
 		}
 		t.Fatalf("gen %d (%s): Aborted=%v Terminated=%v, want %s", n, what, g.Aborted(), g.Terminated(), want)
 	}
+}
+
+// Rows of the race table that span supervisors (the Pool) or the name
+// rule; their rig is in pool_race_test.go.
+
+func TestR22ReplacementWaitsForPredecessorBarrier(t *testing.T) {
+	t.Run("changed server waits, then starts by itself", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, holdFirstA)
+			old, errc := quarantineA(t, r, rigServer("a", 1))
+			// The bounded wait: the replacement's connect timeout from the
+			// moment the predecessor's dispose returned.
+			r.advance(rigConnectTimeout - time.Millisecond)
+			r.pending(errc, "Apply before its bounded wait ended")
+			if n := r.opens("a", 1); n != 0 {
+				t.Fatalf("the replacement opened %d generations while the old one is live", n)
+			}
+			r.advance(time.Millisecond)
+			err := r.returned(errc, "Apply after its bounded wait")
+			if !errors.Is(err, ErrWaiting) || !errors.Is(err, ErrIncompleteShutdown) {
+				t.Fatalf("Apply = %v, want ErrWaiting and ErrIncompleteShutdown", err)
+			}
+			repl := r.sup("a")
+			if repl == old || repl.State().Started {
+				t.Fatalf("pool's a: same as old %v, started %v", repl == old, repl.State().Started)
+			}
+			if cfg, _ := r.p.Server("a"); !cfg.Equal(rigServer("a", 1)) {
+				t.Fatalf("pool's a config %+v", cfg)
+			}
+			// Routable all along: an outage that says why, not an unknown tool.
+			_, err = r.p.Call(context.Background(), "a__echo", nil, nil)
+			var nc *NotConnectedError
+			if !errors.As(err, &nc) || nc.Server != "a" || !errors.Is(nc.LastErr, ErrWaiting) || errors.Is(err, ErrUnknownTool) {
+				t.Fatalf("Call while waiting: %v, want a NotConnectedError caused by ErrWaiting", err)
+			}
+			r.wantQuarantined("a")
+			r.advance(time.Minute) // nothing but the close signal starts it
+			if n := r.opens("a", 1); n != 0 || repl.State().Started {
+				t.Fatalf("the replacement started (%d generations) before the release", n)
+			}
+			r.gen("a", 0, 1).ReleaseGone()
+			r.settle()
+			select {
+			case <-old.Released():
+			default:
+				t.Fatalf("old a: close signal delivered, name not released")
+			}
+			if got := r.wantEstablished("a"); got != repl {
+				t.Fatalf("another supervisor took a")
+			}
+			if gen, _, _ := r.set.Server("a"); gen != 1 {
+				t.Fatalf("a's tools registered by gen %d, want the replacement's gen 1", gen)
+			}
+			r.echo("a")
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+
+	t.Run("removed and re-added while quarantined", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, holdFirstA)
+			old, errc := quarantineA(t, r) // Apply without a
+			if err := r.returned(errc, "Apply removing a"); !errors.Is(err, ErrIncompleteShutdown) {
+				t.Fatalf("Apply removing a = %v, want ErrIncompleteShutdown", err)
+			}
+			if _, ok := r.p.Supervisor("a"); ok {
+				t.Fatalf("removed a still in the pool")
+			}
+			errc = r.applyAsync(rigServer("a", 0))
+			r.settle()
+			r.pending(errc, "Apply re-adding a")
+			if n := r.opens("a", 1); n != 0 {
+				t.Fatalf("re-added a opened %d generations while the old one is live", n)
+			}
+			r.advance(rigConnectTimeout)
+			err := r.returned(errc, "Apply re-adding a, after its bounded wait")
+			if !errors.Is(err, ErrWaiting) || errors.Is(err, ErrIncompleteShutdown) {
+				t.Fatalf("Apply re-adding a = %v, want ErrWaiting only", err)
+			}
+			r.wantQuarantined("a")
+			r.gen("a", 0, 1).ReleaseGone()
+			r.settle()
+			<-old.Released()
+			r.wantEstablished("a")
+			r.echo("a")
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+
+	t.Run("a host's second supervisor of the name on the same Set", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, holdFirstA)
+			_, errc := quarantineA(t, r)
+			if err := r.returned(errc, "Apply removing a"); !errors.Is(err, ErrIncompleteShutdown) {
+				t.Fatalf("Apply removing a = %v, want ErrIncompleteShutdown", err)
+			}
+			host, err := New(Options{Name: "a", Opener: r.opener("a"), Policy: rigPolicy,
+				ConnectTimeout: rigConnectTimeout, Clock: r.clk, Sink: r.set})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := host.Start(context.Background()); !errors.Is(err, tools.ErrQuarantined) {
+				t.Fatalf("host Start while a is quarantined = %v, want tools.ErrQuarantined", err)
+			}
+			r.settle()
+			if n := r.opens("a", 1); n != 0 || host.State().Started {
+				t.Fatalf("refused host supervisor opened %d generations, started %v", n, host.State().Started)
+			}
+			r.gen("a", 0, 1).ReleaseGone()
+			r.settle()
+			if err := host.Start(context.Background()); err != nil {
+				t.Fatalf("host Start after the release = %v", err)
+			}
+			r.settle()
+			if st := host.State().State; st != fsm.Established {
+				t.Fatalf("host a: %s", st)
+			}
+			res, err := host.Call(context.Background(), "echo", map[string]any{"text": "host"}, nil)
+			if err != nil || resultText(res) != "host" {
+				t.Fatalf("host Call: %q %v", resultText(res), err)
+			}
+			if err := host.Dispose(context.Background()); err != nil {
+				t.Fatalf("host Dispose: %v", err)
+			}
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+
+	t.Run("release within the bounded wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, holdFirstA)
+			_, errc := quarantineA(t, r, rigServer("a", 1))
+			r.advance(rigConnectTimeout / 2)
+			r.pending(errc, "Apply waiting for the predecessor")
+			if n := r.opens("a", 1); n != 0 {
+				t.Fatalf("the replacement opened %d generations while the old one is live", n)
+			}
+			r.gen("a", 0, 1).ReleaseGone()
+			r.settle()
+			err := r.returned(errc, "Apply after the release")
+			// The predecessor's dispose did not complete in its window,
+			// which Apply reports (its doc: "every dispose that did not
+			// complete"); the replacement is not reported as waiting.
+			if errors.Is(err, ErrWaiting) || !errors.Is(err, ErrIncompleteShutdown) {
+				t.Fatalf("Apply = %v, want ErrIncompleteShutdown of the predecessor only", err)
+			}
+			r.wantEstablished("a")
+			r.echo("a")
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+
+	t.Run("release within the drain", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, holdFirstA)
+			if err := r.apply(rigServer("a", 0)); err != nil {
+				t.Fatal(err)
+			}
+			errc := r.applyAsync(rigServer("a", 1))
+			r.settle()
+			r.advance(rigTermWindow - time.Millisecond)
+			r.pending(errc, "Apply while the old generation drains")
+			if n := r.opens("a", 1); n != 0 {
+				t.Fatalf("the replacement opened %d generations while the old one is live", n)
+			}
+			r.gen("a", 0, 1).ReleaseGone()
+			r.settle()
+			if err := r.returned(errc, "Apply"); err != nil {
+				t.Fatalf("Apply = %v, want nil", err)
+			}
+			r.wantEstablished("a")
+			r.echo("a")
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+}
+
+func TestR24DisposeHonoursContextDuringApply(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fault func(never <-chan struct{}) transport.Fault
+		// stuck: the start cannot wind down without the test (its close
+		// signal is withheld), so Dispose must return ctx's error.
+		stuck bool
+	}{
+		{"connect held at a gate", func(never <-chan struct{}) transport.Fault { return transport.Fault{Gate: never} }, false},
+		{"hung handshake", func(<-chan struct{}) transport.Fault { return transport.Fault{Hang: true} }, false},
+		{"held connect whose close signal is withheld", func(never <-chan struct{}) transport.Fault {
+			return transport.Fault{Gate: never, HoldGone: true}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newPoolRig(t, nil)
+				never := r.newGate() // opened only by a failed row's cleanup
+				r.setFault(func(name string, _ int, _ uint64) transport.Fault {
+					if name == "a" {
+						return c.fault(never.ch)
+					}
+					return transport.Fault{}
+				})
+				if err := r.apply(rigServer("b", 0)); err != nil {
+					t.Fatal(err)
+				}
+				errc := r.applyAsync(rigServer("b", 0), rigServer("a", 0))
+				r.settle()
+				r.pending(errc, "Apply of a server that hangs in connecting")
+				a := r.sup("a")
+				if st := a.State().State; st != fsm.Connecting || r.live("a") != 1 {
+					t.Fatalf("a: %s with %d live, want connecting with its generation live", st, r.live("a"))
+				}
+
+				const deadline = 2 * time.Second
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				start := time.Now()
+				dc := make(chan error, 1)
+				go func() { dc <- r.p.Dispose(ctx) }()
+				var err error
+				select {
+				case err = <-dc:
+				case <-time.After(deadline + time.Second):
+					t.Fatalf("Pool.Dispose did not return by its context's deadline")
+				}
+				if d := time.Since(start); d > deadline {
+					t.Fatalf("Pool.Dispose returned after %v, its deadline was %v", d, deadline)
+				}
+				if c.stuck {
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("Pool.Dispose = %v, want the deadline", err)
+					}
+					r.releaseGone("a")
+				} else if err != nil {
+					t.Fatalf("Pool.Dispose = %v", err)
+				}
+				r.settle()
+				// Apply has returned; what it says depends on which ended
+				// the start first: the pool's cancel (ctx's error) or the
+				// supervisor's dispose (a non-strict Start then returns nil).
+				_ = r.returned(errc, "Apply after Dispose")
+				if st := a.State().State; st != fsm.Disposed {
+					t.Fatalf("a: %s after Dispose, want disposed", st)
+				}
+				if n := r.liveAll(); n != 0 || r.mem("a", 0).Live() != 0 {
+					t.Fatalf("after Dispose: %d generations live", n)
+				}
+				r.wantReservable("a")
+				r.wantReservable("b")
+				if err := r.p.Apply(context.Background(), &config.Config{}); !errors.Is(err, ErrDisposed) {
+					t.Fatalf("Apply after Dispose = %v, want ErrDisposed", err)
+				}
+			})
+		})
+	}
+}
+
+func TestR28EveryAnnouncedToolIsRoutable(t *testing.T) {
+	t.Run("a subscriber calls what it is told about", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, nil)
+			type outcome struct {
+				tool string
+				text string
+				err  error
+			}
+			var mu sync.Mutex
+			var syncErrs []string
+			told := 0
+			waited := make(chan outcome, 64)
+			r.set.Subscribe(func(ch tools.Change) {
+				if ch.Kind != tools.Replaced {
+					return
+				}
+				for _, tl := range ch.Tools {
+					mu.Lock()
+					told++
+					mu.Unlock()
+					// At once, on the goroutine that announced it.
+					_, err := r.p.Call(context.Background(), tl.PublicName, map[string]any{"text": "now"}, nil)
+					if errors.Is(err, ErrUnknownTool) || (err != nil && !errors.Is(err, ErrNotConnected)) {
+						mu.Lock()
+						syncErrs = append(syncErrs, fmt.Sprintf("%s (gen %d): %v", tl.PublicName, ch.Gen, err))
+						mu.Unlock()
+					}
+					// And on a goroutine of its own, waiting for ready.
+					go func() {
+						res, err := r.p.Call(context.Background(), tl.PublicName, map[string]any{"text": "later"},
+							&CallOptions{WaitForReady: true, ReadyTimeout: rigConnectTimeout})
+						waited <- outcome{tl.PublicName, resultText(res), err}
+					}()
+				}
+			})
+			if err := r.apply(rigServer("a", 0), rigServer("b", 0)); err != nil {
+				t.Fatal(err)
+			}
+			// a changed, b unchanged, c added.
+			if err := r.apply(rigServer("a", 1), rigServer("b", 0), rigServer("c", 0)); err != nil {
+				t.Fatal(err)
+			}
+			// b recovers with a longer list: a new swap.
+			r.mem("b", 0).SetTools("echo", "more")
+			r.gen("b", 0, 1).Kill()
+			r.settle()
+			r.advance(rigPolicy.InitialDelay)
+			if _, defs, _ := r.set.Server("b"); len(defs) != 2 {
+				t.Fatalf("b after recovery: %v", defs)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(syncErrs) > 0 {
+				t.Fatalf("calls made as the tools were announced:\n%s", strings.Join(syncErrs, "\n"))
+			}
+			if told != 6 { // a, b, a again, c, b's two
+				t.Fatalf("told about %d tools, want 6", told)
+			}
+			for range told {
+				select {
+				case o := <-waited:
+					if o.err != nil || o.text != "later" {
+						t.Errorf("waiting call of %s: %q %v", o.tool, o.text, o.err)
+					}
+				default:
+					t.Fatalf("a waiting call of an announced tool has not returned")
+				}
+			}
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+
+	// restart runs a, then applies changed (a's new configuration) with
+	// the new supervisor's first connect held at a gate (gated); it
+	// returns the Apply in flight.
+	restart := func(t *testing.T, r *poolRig, changed config.Server) <-chan error {
+		t.Helper()
+		if err := r.apply(rigServer("a", 0)); err != nil {
+			t.Fatal(err)
+		}
+		old := r.wantEstablished("a")
+		errc := r.applyAsync(changed)
+		r.settle()
+		r.pending(errc, "Apply whose new server is held in connecting")
+		if st := old.State().State; st != fsm.Disposed || r.mem("a", 0).Live() != 0 {
+			t.Fatalf("old a: %s, %d live", st, r.mem("a", 0).Live())
+		}
+		if r.gen("a", 1, 1) == nil || r.sup("a").State().State != fsm.Connecting {
+			t.Fatalf("new a is not connecting")
+		}
+		if _, defs, _ := r.set.Server("a"); len(defs) != 0 {
+			t.Fatalf("tools registered while a restarts: %v", defs)
+		}
+		return errc
+	}
+	gated := func(gate <-chan struct{}) rigFault {
+		return func(name string, inc int, gen uint64) transport.Fault {
+			if name == "a" && inc == 1 && gen == 1 {
+				return transport.Fault{Gate: gate}
+			}
+			return transport.Fault{}
+		}
+	}
+	type result struct {
+		text string
+		err  error
+	}
+	callAsync := func(r *poolRig, opts *CallOptions) <-chan result {
+		c := make(chan result, 1)
+		go func() {
+			res, err := r.p.Call(context.Background(), "a__echo", map[string]any{"text": "back"}, opts)
+			c <- result{resultText(res), err}
+		}()
+		return c
+	}
+	wantOutage := func(t *testing.T, err error) {
+		t.Helper()
+		var nc *NotConnectedError
+		if !errors.Is(err, ErrNotConnected) || errors.Is(err, ErrUnknownTool) || !errors.As(err, &nc) || nc.Server != "a" {
+			t.Fatalf("Call during the restart: %v, want a NotConnectedError of a", err)
+		}
+	}
+
+	t.Run("restart: fail fast, then CallOptions.WaitForReady", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, nil)
+			gate := r.newGate()
+			r.setFault(gated(gate.ch))
+			errc := restart(t, r, rigServer("a", 1))
+			_, err := r.p.Call(context.Background(), "a__echo", nil, nil)
+			wantOutage(t, err)
+			wc := callAsync(r, &CallOptions{WaitForReady: true})
+			r.settle()
+			select {
+			case res := <-wc:
+				t.Fatalf("WaitForReady call returned during the restart: %q %v", res.text, res.err)
+			default:
+			}
+			gate.open()
+			r.settle()
+			if err := r.returned(errc, "Apply"); err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			r.wantEstablished("a")
+			if res := <-wc; res.err != nil || res.text != "back" {
+				t.Fatalf("WaitForReady call: %q %v", res.text, res.err)
+			}
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+
+	t.Run("restart: waitForReadyMs of the new configuration", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, nil)
+			gate := r.newGate()
+			r.setFault(gated(gate.ch))
+			changed := rigServer("a", 1)
+			changed.WaitForReady = 2 * time.Second
+			errc := restart(t, r, changed)
+			// Bounded: past waitForReadyMs the call is an outage.
+			wc := callAsync(r, nil)
+			r.settle() // its timer is armed
+			r.advance(changed.WaitForReady - time.Millisecond)
+			select {
+			case res := <-wc:
+				t.Fatalf("waitForReadyMs call returned early: %q %v", res.text, res.err)
+			default:
+			}
+			r.advance(time.Millisecond)
+			select {
+			case res := <-wc:
+				wantOutage(t, res.err)
+			default:
+				t.Fatalf("waitForReadyMs call still waiting past waitForReadyMs")
+			}
+			// Within it: the call is served once the new generation is up.
+			wc = callAsync(r, nil)
+			r.settle()
+			r.advance(changed.WaitForReady / 2)
+			gate.open()
+			r.settle()
+			if err := r.returned(errc, "Apply"); err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			r.wantEstablished("a")
+			if res := <-wc; res.err != nil || res.text != "back" {
+				t.Fatalf("waitForReadyMs call: %q %v", res.text, res.err)
+			}
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+	// The drain window: the old supervisor's tools stay registered until
+	// its drain ends (here held open by a withheld close signal).
+	t.Run("changed: calls while the old generation drains", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, holdFirstA)
+			if err := r.apply(rigServer("a", 0)); err != nil {
+				t.Fatal(err)
+			}
+			old := r.wantEstablished("a")
+			errc := r.applyAsync(rigServer("a", 1))
+			r.settle()
+			if st := old.State().State; st != fsm.Draining || publicNames(r.set) != "a__echo" {
+				t.Fatalf("old a: %s, listed %q; want draining with its tool listed", st, publicNames(r.set))
+			}
+			_, err := r.p.Call(context.Background(), "a__echo", nil, nil)
+			wantOutage(t, err)
+			wc := callAsync(r, &CallOptions{WaitForReady: true})
+			r.settle()
+			select {
+			case res := <-wc:
+				t.Fatalf("WaitForReady call returned while the old a drains: %q %v", res.text, res.err)
+			default:
+			}
+			r.gen("a", 0, 1).ReleaseGone() // the drain completes
+			r.settle()
+			if err := r.returned(errc, "Apply"); err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			r.wantEstablished("a")
+			if res := <-wc; res.err != nil || res.text != "back" {
+				t.Fatalf("WaitForReady call: %q %v", res.text, res.err)
+			}
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+
+	// A removed server's tools stay listed while it drains; a call of
+	// them is an outage of the draining server, not an unknown tool.
+	t.Run("removed: calls while it drains", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newPoolRig(t, holdFirstA)
+			if err := r.apply(rigServer("a", 0), rigServer("b", 0)); err != nil {
+				t.Fatal(err)
+			}
+			old := r.wantEstablished("a")
+			errc := r.applyAsync(rigServer("b", 0))
+			r.settle()
+			if st := old.State().State; st != fsm.Draining || publicNames(r.set) != "a__echo b__echo" {
+				t.Fatalf("old a: %s, listed %q; want draining with its tool listed", st, publicNames(r.set))
+			}
+			if _, err := r.p.Call(context.Background(), "a__echo", nil, nil); !errors.Is(err, ErrNotConnected) {
+				t.Fatalf("Call of the listed a__echo while the removed a drains: %v, want ErrNotConnected", err)
+			}
+			r.gen("a", 0, 1).ReleaseGone()
+			r.settle()
+			if err := r.returned(errc, "Apply"); err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if got := publicNames(r.set); got != "b__echo" {
+				t.Fatalf("listed after the drain: %q", got)
+			}
+			if _, err := r.p.Call(context.Background(), "a__echo", nil, nil); !errors.Is(err, ErrUnknownTool) {
+				t.Fatalf("Call of the removed a__echo after its drain: %v, want ErrUnknownTool", err)
+			}
+			if err := r.disposeAndCheck(); err != nil {
+				t.Fatalf("Dispose: %v", err)
+			}
+		})
+	})
+}
+
+// R29 the owner of a public name is independent of start order.
+//
+// A public name is "<server>__<tool>", and tool names may hold "__" or
+// start with "_". Server "a" with tool "b__c" and server "a__b" with tool
+// "c" both want "a__b__c"; so do "a" with "_b__c" and "a_" with "b__c"
+// ("a___b__c"). In one Sink the first to register owns the name and the
+// other's sync fails, so the owner would depend on which server started
+// first. tools.CheckServerName (no "__", no trailing "_") makes the first
+// "__" of a public name end the server name: such pairs cannot be
+// configured, and for the names that can, every start order yields the
+// same owner for every public name.
+func TestR29PublicNameOwnerIndependentOfStartOrder(t *testing.T) {
+	// Candidate server names, each offering the same tools; the rule picks
+	// which of them may be configured.
+	candidates := []string{"a", "a__b", "a_", "a_b", "a-b", "_a", "b"}
+	toolNames := []string{"b__c", "c", "_b__c", "_x", "b_c", "x.y", "__c"}
+
+	t.Run("the race the rule rules out", func(t *testing.T) {
+		// A Set takes any name, so the race shows there: who owns
+		// a__b__c is whoever registers first.
+		owners := map[string]bool{}
+		for _, order := range [][]string{{"a", "a__b"}, {"a__b", "a"}} {
+			set := tools.NewSet(tools.Limits{})
+			for _, server := range order {
+				defs := buildTools(t, server, map[string][]string{"a": {"b__c"}, "a__b": {"c"}}[server])
+				if err := set.Reserve(server); err != nil {
+					t.Fatal(err)
+				}
+				err := set.Replace(server, 1, defs)
+				if server == order[1] && !errors.Is(err, tools.ErrConflict) {
+					t.Fatalf("order %v: second Replace = %v, want ErrConflict", order, err)
+				}
+			}
+			owner, _, ok := set.Lookup("a__b__c")
+			if !ok || owner != order[0] {
+				t.Fatalf("order %v: a__b__c owned by %q, want the first, %q", order, owner, order[0])
+			}
+			owners[owner] = true
+		}
+		if len(owners) != 2 {
+			t.Fatalf("owners %v: the race did not show", owners)
+		}
+	})
+
+	t.Run("such servers cannot be configured", func(t *testing.T) {
+		for _, bad := range []string{"a__b", "a_"} {
+			_, _, err := config.Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"`+bad+`":{"command":"y"}}}`), nil)
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.Path != "mcpServers."+bad || !strings.Contains(err.Error(), tools.ServerNameRule) {
+				t.Errorf("config with server %q: %v, want an error at mcpServers.%s stating the rule", bad, err, bad)
+			}
+			_, err = New(Options{Name: bad, Opener: transport.NewMemory()})
+			var oe *OptionError
+			if !errors.As(err, &oe) || oe.Field != "name" || !strings.Contains(err.Error(), tools.ServerNameRule) {
+				t.Errorf("New(%q) = %v, want an *OptionError for name stating the rule", bad, err)
+			}
+		}
+	})
+
+	t.Run("every start order, one owner per name", func(t *testing.T) {
+		var servers []string
+		for _, s := range candidates {
+			if tools.ValidServerName(s) {
+				servers = append(servers, s)
+			}
+		}
+		defs := map[string][]tools.Tool{}
+		for _, s := range servers {
+			defs[s] = buildTools(t, s, toolNames)
+		}
+		// Every public name, and who built it.
+		built := map[string]string{}
+		for _, s := range servers {
+			for _, d := range defs[s] {
+				if prev, dup := built[d.PublicName]; dup {
+					t.Errorf("%s and %s/%s both build %q", prev, s, d.Name, d.PublicName)
+				}
+				built[d.PublicName] = s + "/" + d.Name
+			}
+		}
+		orders := 0
+		for order := range permutations(servers) {
+			orders++
+			set := tools.NewSet(tools.Limits{})
+			for _, s := range order {
+				if err := set.Reserve(s); err != nil {
+					t.Fatal(err)
+				}
+				if err := set.Replace(s, 1, defs[s]); err != nil {
+					t.Fatalf("start order %v: %s: %v", order, s, err)
+				}
+			}
+			for public, want := range built {
+				server, tool, ok := set.Lookup(public)
+				if got := server + "/" + tool.Name; !ok || got != want {
+					t.Fatalf("start order %v: Lookup(%q) = %q, %v; want %q", order, public, got, ok, want)
+				}
+			}
+		}
+		if orders < 2 {
+			t.Fatalf("%d start orders of %v", orders, servers)
+		}
+	})
+}
+
+// Rows of the whole protocol (R31–R35); their rig is protocol_test.go's.
+
+// Race rows R31–R35 (docs/design.md §7, §13): the whole protocol through a
+// Supervisor. Each runs in a synctest bubble with the mock clock over the
+// fixture of protocol_test.go (protoRig), and fails when the protection it
+// names is removed.
+
+// R31: a prompts or resources list_changed during a running sync (of any
+// kind) is synced once more afterwards, never concurrently: one sync
+// queue per generation, at most one list request in flight, and a storm
+// of N notifications gives O(1) lists per kind. Protections: requestSync
+// starts a sync only when none runs (g.syncing); onSyncDone starts the
+// next pending kind.
+func TestR31CatalogListChangedDuringSyncIsSyncedOnceMore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newProtoRig(t, "", nil, nil)
+		r.mustStart(t)
+		r.feed.take()
+		counts := func() map[string]int {
+			out := map[string]int{}
+			for _, m := range listMethods {
+				out[m] = r.f.listCount(1, m)
+			}
+			return out
+		}
+		wantCounts := func(step string, tools, prompts, resources, templates int) {
+			t.Helper()
+			want := map[string]int{"tools/list": tools, "prompts/list": prompts, "resources/list": resources, "resources/templates/list": templates}
+			if diff := cmp.Diff(want, counts()); diff != "" {
+				t.Fatalf("%s: list requests (-want +got):\n%s", step, diff)
+			}
+		}
+		wantCounts("connect", 1, 1, 1, 1)
+
+		// 1. A prompts sync runs: its prompts/list was served (without
+		// "added") and its answer is held.
+		release := r.f.hold(1, "after:prompts/list")
+		r.sup.send(message{kind: mCatalogChanged, gen: 1, kinds: kindPrompts})
+		r.settle()
+		if r.f.reached(1, "prompts/list") != 1 {
+			t.Fatal("the prompts sync did not start")
+		}
+		// During it: a real change on the server (its list_changed comes
+		// after the SDK's debounce), and a storm of every kind.
+		r.f.addPrompt(1, r.f.server(1), "added")
+		time.Sleep(20 * time.Millisecond)
+		for range 50 {
+			r.sup.send(message{kind: mCatalogChanged, gen: 1, kinds: kindPrompts})
+			r.sup.send(message{kind: mCatalogChanged, gen: 1, kinds: kindResources})
+			r.sup.send(message{kind: mToolsChanged, gen: 1})
+		}
+		r.settle()
+		wantCounts("while the prompts sync runs", 1, 2, 1, 1)
+		release()
+		r.settle()
+		// One more sync of each kind, one after the other.
+		wantCounts("after the storm", 2, 3, 2, 2)
+		r.wantFeed(t, "prompts/replaced/1: srv__added,srv__greet,srv__summarize")
+
+		// 2. A resources sync runs (answer held); prompts and resources
+		// change on the server meanwhile.
+		release = r.f.hold(1, "after:resources/list")
+		r.sup.send(message{kind: mCatalogChanged, gen: 1, kinds: kindResources})
+		r.settle()
+		r.f.server(1).RemovePrompts("summarize")
+		r.f.addResource(1, r.f.server(1), "docs://c")
+		time.Sleep(20 * time.Millisecond)
+		for range 20 {
+			r.sup.send(message{kind: mCatalogChanged, gen: 1, kinds: kindPrompts})
+		}
+		r.settle()
+		wantCounts("while the resources sync runs", 2, 3, 3, 2)
+		release()
+		r.settle()
+		wantCounts("after the resources sync", 2, 4, 4, 4)
+		r.wantFeed(t,
+			"prompts/replaced/1: srv__added,srv__greet",
+			"resources/replaced/1: docs://a,docs://b,docs://c")
+
+		if most := r.f.mostListing(1); most != 1 {
+			t.Fatalf("%d list requests were in flight at once, want 1", most)
+		}
+		r.wantState(fsm.Established)
+		if err := r.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// R32: SubscribeResource racing a reconnect. Called while gen 2 connects,
+// after gen 2's attempt applied the sticky state (and before the loop took
+// its outcome), it is recorded only; the subscription still reaches gen 2
+// once established. Protection: onConnected's reconcileLater when the
+// sticky state moved after the attempt applied it.
+func TestR32SubscribeRacingReconnectReachesNewGeneration(t *testing.T) {
+	for _, era := range eras {
+		t.Run(eraName(era), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newProtoRig(t, era, nil, nil)
+				r.mustStart(t)
+				ctx := context.Background()
+				must(t, r.sup.SubscribeResource(ctx, "docs://a"))
+				gate := make(chan struct{})
+				r.f.set(func(f *protoFixture) { f.gate[2] = gate })
+				r.mem.Gen(1).Kill()
+				r.settle()
+				r.advance(time.Second)
+				r.wantState(fsm.Connecting) // gen 2 waits in its transport's Connect
+
+				// Hold the loop, then let gen 2's attempt run to its end:
+				// it applies the sticky state and waits for the loop.
+				entered, unblock := make(chan struct{}), make(chan struct{})
+				go r.inspect(func() { close(entered); <-unblock })
+				<-entered
+				close(gate)
+				synctest.Wait() // not settle: its invariant checks need the loop
+				if got := r.f.seen(2, "subscribe"); !slices.Equal(got, []string{"docs://a"}) {
+					t.Fatalf("gen 2's attempt subscribed %q, want [docs://a]", got)
+				}
+				if st := r.sup.State().State; st != fsm.Connecting {
+					t.Fatalf("state %s, want connecting", st)
+				}
+				// The host subscribes now: nothing is established, so it is
+				// only recorded.
+				if err := r.sup.SubscribeResource(ctx, "docs://b"); err != nil {
+					t.Fatalf("SubscribeResource while connecting = %v", err)
+				}
+				synctest.Wait()
+				if got := r.f.seen(2, "subscribe"); len(got) != 1 {
+					t.Fatalf("gen 2 got %q before it was established", got)
+				}
+				close(unblock)
+				r.settle()
+				r.wantState(fsm.Established)
+				if got := r.f.seen(2, "subscribe"); !slices.Equal(got, []string{"docs://a", "docs://b"}) {
+					t.Fatalf("gen 2's server subscribed %q, want [docs://a docs://b]: the subscription made while it connected was lost", got)
+				}
+				// And it is part of the sticky state from then on.
+				r.crash(t, 2)
+				if got := r.f.seen(3, "subscribe"); !slices.Equal(got, []string{"docs://a", "docs://b"}) {
+					t.Fatalf("gen 3 subscribed %q", got)
+				}
+				if err := r.dispose(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// R33: subscriptions, the logging level and the roots are restored after
+// a crash before the host sees the new generation connected: the server
+// of gen 2 has them all when the observer is told of connected, each seen
+// while the supervisor was still connecting. Legacy protocol, where each
+// of them is a request the server answers (or, for the roots, asks).
+// Protections: the attempt's reconcile; the roots given to the new
+// generation's client before its handshake.
+func TestR33StickyStateRestoredBeforeConnected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newProtoRig(t, legacyProtocol, nil, func(o *Options) { o.Roots = []*mcp.Root{} })
+		type seenAt struct{ subs, levels, roots []string }
+		var mu sync.Mutex
+		atConnected := map[uint64]seenAt{}
+		r.sup.Subscribe(func(tr Transition) {
+			if tr.Event == fsm.Connected {
+				mu.Lock()
+				atConnected[tr.Gen] = seenAt{r.f.seen(tr.Gen, "subscribe"), r.f.seen(tr.Gen, "logging/setLevel"), r.f.seen(tr.Gen, "roots")}
+				mu.Unlock()
+			}
+		})
+		r.mustStart(t)
+		ctx := context.Background()
+		must(t, r.sup.SubscribeResource(ctx, "docs://b"))
+		must(t, r.sup.SubscribeResource(ctx, "docs://a"))
+		must(t, r.sup.SetLoggingLevel(ctx, "error"))
+		must(t, r.sup.SetRoots(ctx, []*mcp.Root{{URI: "file:///r2"}, {URI: "file:///r1"}}))
+		r.settle()
+
+		// gen 2 answers its roots/list (asked at initialized) before its
+		// attempt may list: the host is not told of connected before.
+		release := r.f.hold(2, "tools/list")
+		r.mem.Gen(1).Kill()
+		r.settle()
+		r.advance(time.Second)
+		r.wantState(fsm.Connecting)
+		release()
+		r.settle()
+		r.wantState(fsm.Established)
+
+		mu.Lock()
+		got := atConnected[2]
+		mu.Unlock()
+		want := seenAt{subs: []string{"docs://a", "docs://b"}, levels: []string{"error"}, roots: []string{"file:///r1,file:///r2"}}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(seenAt{})); diff != "" {
+			t.Fatalf("gen 2's server when the host was told it connected (-want +got):\n%s", diff)
+		}
+		for _, what := range []string{"subscribe", "logging/setLevel", "roots"} {
+			for _, rec := range r.f.seenIn(2, what) {
+				if rec.state != fsm.Connecting {
+					t.Fatalf("gen 2's server saw %s %s in state %s, want connecting", what, rec.detail, rec.state)
+				}
+			}
+		}
+		if ip := r.f.session(2).InitializeParams(); ip == nil || ip.Capabilities.RootsV2 == nil {
+			t.Fatal("gen 2 was not told of the roots capability at initialize")
+		}
+		if err := r.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// R34: a sampling or elicitation request of a generation that has ended
+// is refused with ErrStaleGeneration and never reaches the host's
+// handler. The requests arrive at gen 1's client while it is current and
+// are held (a receiving middleware on its mcp.Client) until the host
+// restarted the server; the next generation's requests are answered.
+// Legacy protocol: there the server sends these requests itself.
+// Protection: hostRequest's check of the generation's context.
+func TestR34StaleGenerationRequestIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newProtoRig(t, legacyProtocol, nil, nil)
+		r.mustStart(t)
+		ctx := context.Background()
+		g1 := r.sup.live.Load()
+		var mu sync.Mutex
+		entered := 0
+		results := map[string]error{}
+		gate := make(chan struct{})
+		g1.client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "sampling/createMessage" && method != "elicitation/create" {
+					return next(ctx, method, req)
+				}
+				mu.Lock()
+				entered++
+				mu.Unlock()
+				<-gate
+				res, err := next(ctx, method, req)
+				mu.Lock()
+				results[method] = err
+				mu.Unlock()
+				return res, err
+			}
+		})
+		ss1 := r.f.session(1)
+		serverGot := make(chan error, 2)
+		go func() {
+			_, err := ss1.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "stale"}}}})
+			serverGot <- err
+		}()
+		go func() {
+			_, err := ss1.Elicit(ctx, &mcp.ElicitParams{Message: "stale?", RequestedSchema: map[string]any{"type": "object"}})
+			serverGot <- err
+		}()
+		synctest.Wait()
+		mu.Lock()
+		if entered != 2 {
+			t.Fatalf("%d requests reached gen 1's client, want 2", entered)
+		}
+		mu.Unlock()
+
+		dropped := r.sup.Stats().Dropped
+		if err := r.sup.Reconnect(); err != nil { // gen 1 ends now
+			t.Fatal(err)
+		}
+		r.settle()
+		close(gate)
+		r.settle()
+		for range 5 {
+			if r.state() == fsm.Established {
+				break
+			}
+			r.advance(time.Second)
+		}
+		r.wantState(fsm.Established)
+		for range 2 {
+			if err := <-serverGot; err == nil {
+				t.Fatal("gen 1's server got an answer from a generation that had ended")
+			}
+		}
+		mu.Lock()
+		for _, m := range []string{"sampling/createMessage", "elicitation/create"} {
+			if err := results[m]; !errors.Is(err, ErrStaleGeneration) {
+				t.Errorf("%s of the ended gen 1: handler returned %v, want ErrStaleGeneration", m, err)
+			}
+		}
+		mu.Unlock()
+		if got := append(r.host.named("sample"), r.host.named("elicit")...); len(got) != 0 {
+			t.Fatalf("requests of an ended generation reached the host: %q", got)
+		}
+		if d := r.sup.Stats().Dropped - dropped; d < 2 {
+			t.Fatalf("Dropped moved by %d, want >= 2", d)
+		}
+		// The current generation's requests are answered.
+		res, err := r.f.session(2).CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "fresh"}}}})
+		if err != nil || res.Content.(*mcp.TextContent).Text != "host answers fresh" {
+			t.Fatalf("gen 2 CreateMessage = %+v, %v", res, err)
+		}
+		if got := r.host.named("sample"); !slices.Equal(got, []string{"sample srv: fresh"}) {
+			t.Fatalf("host saw %q", got)
+		}
+		if err := r.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// R35: a progress notification that arrives after its call ended never
+// reaches the call's handler (CallOptions.Progress). Where it goes, as
+// host.go's onProgress routes it:
+//
+//   - from the current generation, its token belongs to no live call, so
+//     it goes to HostHandlers.Progress, the documented receiver of "tokens
+//     that belong to no call". That is right: such a notification is not
+//     a fault to hide (the SDK delivers responses on its read loop and
+//     notifications on a separate queue, so progress the server sent just
+//     before its result is routinely handled after the call returned); it
+//     must not reach the call's handler, whose owner may have released
+//     what it writes to (the proxy relays a call's progress to an
+//     upstream request that has ended, against the rule that progress
+//     names only active requests); and a host that does not want strays
+//     sets no Progress. Remembering every ended token to drop them would
+//     grow without bound.
+//   - from a generation that has ended, it reaches neither: nothing of a
+//     stale generation reaches the host (§13 "neither leaks across
+//     generations").
+//
+// Protections: the call's token is removed when it returns
+// (generation.removeProgress); hostNotify drops what an ended generation
+// tells.
+func TestR35ProgressAfterItsCallEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newProtoRig(t, "", nil, nil)
+		ok := make(chan struct{})
+		r.f.set(func(f *protoFixture) { f.progressOK = ok })
+		r.mustStart(t)
+		ctx := context.Background()
+		var mu sync.Mutex
+		var callGot []float64
+		opts := &CallOptions{Progress: func(p *mcp.ProgressNotificationParams) {
+			mu.Lock()
+			defer mu.Unlock()
+			callGot = append(callGot, p.Progress)
+			if len(callGot) == 2 {
+				close(ok)
+			}
+		}}
+		if got := txt(t).tool(r.sup.Call(ctx, "progress", nil, opts)); got != "done" {
+			t.Fatalf("progress = %q", got)
+		}
+		tok, ss := r.f.token(1)
+		must(t, ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 7}))
+		r.settle()
+		mu.Lock()
+		if !slices.Equal(callGot, []float64{1, 2}) {
+			t.Fatalf("the call's handler got %v, want [1 2]: a progress after the call returned reached it", callGot)
+		}
+		mu.Unlock()
+		if got, want := r.host.named("progress"), []string{"progress srv " + tok.(string) + ": 7"}; !slices.Equal(got, want) {
+			t.Fatalf("HostHandlers.Progress got %q, want %q", got, want)
+		}
+
+		// A call in flight on gen 1 whose progress is held in gen 1's
+		// client until the host restarted the server.
+		r.f.set(func(f *protoFixture) { f.progressOK = make(chan struct{}) }) // never: the call waits
+		mu.Lock()
+		callGot = nil
+		mu.Unlock()
+		g1 := r.sup.live.Load()
+		gate := make(chan struct{})
+		var once sync.Once
+		g1.client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "notifications/progress" {
+					once.Do(func() { <-gate })
+				}
+				return next(ctx, method, req)
+			}
+		})
+		callErr := make(chan error, 1)
+		go func() {
+			_, err := r.sup.Call(ctx, "progress", nil, &CallOptions{Progress: func(p *mcp.ProgressNotificationParams) {
+				mu.Lock()
+				callGot = append(callGot, p.Progress)
+				mu.Unlock()
+			}})
+			callErr <- err
+		}()
+		synctest.Wait()
+		if err := r.sup.Reconnect(); err != nil {
+			t.Fatal(err)
+		}
+		r.settle()
+		if err := <-callErr; !errors.Is(err, ErrConnectionLost) {
+			t.Fatalf("the call in flight on gen 1 = %v, want ErrConnectionLost", err)
+		}
+		close(gate)
+		r.settle()
+		mu.Lock()
+		if len(callGot) != 0 {
+			t.Fatalf("the ended generation's progress reached the call's handler: %v", callGot)
+		}
+		mu.Unlock()
+		if got := r.host.named("progress"); len(got) != 1 {
+			t.Fatalf("the ended generation's progress reached the host: %q", got)
+		}
+		for range 5 {
+			if r.state() == fsm.Established {
+				break
+			}
+			r.advance(time.Second)
+		}
+		r.wantState(fsm.Established)
+		if err := r.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
