@@ -121,38 +121,39 @@ func (c *Catalog) ReplacePrompts(server string, gen uint64, prompts []Prompt) er
 // ReplaceResources swaps in the server's resources (ErrLimit,
 // ErrInvalidName for a URI listed twice).
 func (c *Catalog) ReplaceResources(server string, gen uint64, resources []Resource) error {
-	next, err := prepare(c.lim, server, KindResources, resources)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	e := c.entry(server)
-	e.gen = gen
-	if sameItems(e.resources, next) {
-		c.mu.Unlock()
-		return nil
-	}
-	e.resources = next
-	c.feed.enqueue(CatalogChange{Server: server, Gen: gen, List: KindResources, Kind: Replaced, Resources: slices.Clone(next)})
-	c.feed.unlockAndDeliver(&c.mu)
-	return nil
+	return replaceList(c, server, gen, KindResources, resources,
+		func(e *catalogEntry) *[]Resource { return &e.resources },
+		func(ch *CatalogChange, l []Resource) { ch.Resources = l })
 }
 
 // ReplaceTemplates swaps in the server's resource templates.
 func (c *Catalog) ReplaceTemplates(server string, gen uint64, templates []Template) error {
-	next, err := prepare(c.lim, server, KindTemplates, templates)
+	return replaceList(c, server, gen, KindTemplates, templates,
+		func(e *catalogEntry) *[]Template { return &e.templates },
+		func(ch *CatalogChange, l []Template) { ch.Templates = l })
+}
+
+// replaceList is the Replace of a kind whose keys may repeat across
+// servers (resources, templates): field is the entry's list of that kind,
+// set puts a list into a change.
+func replaceList[T item](c *Catalog, server string, gen uint64, kind ListKind, list []T,
+	field func(*catalogEntry) *[]T, set func(*CatalogChange, []T)) error {
+	next, err := prepare(c.lim, server, kind, list)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	e := c.entry(server)
 	e.gen = gen
-	if sameItems(e.templates, next) {
+	cur := field(e)
+	if sameItems(*cur, next) {
 		c.mu.Unlock()
 		return nil
 	}
-	e.templates = next
-	c.feed.enqueue(CatalogChange{Server: server, Gen: gen, List: KindTemplates, Kind: Replaced, Templates: slices.Clone(next)})
+	*cur = next
+	ch := CatalogChange{Server: server, Gen: gen, List: kind, Kind: Replaced}
+	set(&ch, slices.Clone(next))
+	c.feed.enqueue(ch)
 	c.feed.unlockAndDeliver(&c.mu)
 	return nil
 }

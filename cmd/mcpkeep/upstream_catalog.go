@@ -66,58 +66,60 @@ func (c *catalogMirror) apply(ch tools.CatalogChange) {
 		setOrDelete(c.prompts, ch.Server, next)
 		c.logged(ch, added, removed)
 	case tools.KindResources:
-		next := map[string]string{}
-		defs := map[string]tools.Resource{}
-		for _, r := range ch.Resources {
-			next[r.URI], defs[r.URI] = canonicalJSON(r.Def), r
+		keys := make([]string, len(ch.Resources))
+		for i, r := range ch.Resources {
+			keys[i] = r.URI
 		}
-		added, removed := diff(c.resources[ch.Server], next)
-		var gone []string
-		for _, uri := range removed {
-			if c.uriOwners[uri]--; c.uriOwners[uri] <= 0 {
-				delete(c.uriOwners, uri)
-				gone = append(gone, uri)
-			}
-		}
-		if len(gone) > 0 {
-			c.srv.RemoveResources(gone...)
-		}
-		for _, uri := range added {
-			if _, changed := c.resources[ch.Server][uri]; !changed {
-				c.uriOwners[uri]++
-			}
-			def := *defs[uri].Def
-			c.srv.AddResource(&def, c.readHandler())
-		}
-		setOrDelete(c.resources, ch.Server, next)
-		c.logged(ch, added, removed)
+		c.applyShared(ch, c.resources, c.uriOwners, keys, func(i int) any { return ch.Resources[i].Def },
+			func(gone []string) { c.srv.RemoveResources(gone...) },
+			func(i int) {
+				def := *ch.Resources[i].Def
+				c.srv.AddResource(&def, c.readHandler())
+			})
 	case tools.KindTemplates:
-		next := map[string]string{}
-		defs := map[string]tools.Template{}
-		for _, t := range ch.Templates {
-			next[t.URITemplate], defs[t.URITemplate] = canonicalJSON(t.Def), t
+		keys := make([]string, len(ch.Templates))
+		for i, t := range ch.Templates {
+			keys[i] = t.URITemplate
 		}
-		added, removed := diff(c.templates[ch.Server], next)
-		var gone []string
-		for _, ut := range removed {
-			if c.templateOwners[ut]--; c.templateOwners[ut] <= 0 {
-				delete(c.templateOwners, ut)
-				gone = append(gone, ut)
-			}
-		}
-		if len(gone) > 0 {
-			c.srv.RemoveResourceTemplates(gone...)
-		}
-		for _, ut := range added {
-			if _, changed := c.templates[ch.Server][ut]; !changed {
-				c.templateOwners[ut]++
-			}
-			def := *defs[ut].Def
-			c.addTemplate(&def)
-		}
-		setOrDelete(c.templates, ch.Server, next)
-		c.logged(ch, added, removed)
+		c.applyShared(ch, c.templates, c.templateOwners, keys, func(i int) any { return ch.Templates[i].Def },
+			func(gone []string) { c.srv.RemoveResourceTemplates(gone...) },
+			func(i int) {
+				def := *ch.Templates[i].Def
+				c.addTemplate(&def)
+			})
 	}
+}
+
+// applyShared mirrors one swap of a kind whose keys two servers may share
+// (resource URIs, URI templates): exposed is what each server has,
+// owners counts the servers exposing each key, so a key leaves upstream
+// only with its last server. def and add take an index into keys.
+func (c *catalogMirror) applyShared(ch tools.CatalogChange, exposed map[string]map[string]string, owners map[string]int,
+	keys []string, def func(int) any, remove func([]string), add func(int)) {
+	next := map[string]string{}
+	index := map[string]int{}
+	for i, k := range keys {
+		next[k], index[k] = canonicalJSON(def(i)), i
+	}
+	added, removed := diff(exposed[ch.Server], next)
+	var gone []string
+	for _, k := range removed {
+		if owners[k]--; owners[k] <= 0 {
+			delete(owners, k)
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone)
+	}
+	for _, k := range added {
+		if _, changed := exposed[ch.Server][k]; !changed {
+			owners[k]++
+		}
+		add(index[k])
+	}
+	setOrDelete(exposed, ch.Server, next)
+	c.logged(ch, added, removed)
 }
 
 // addTemplate exposes a template; the SDK panics on one it cannot parse,
