@@ -35,3 +35,18 @@ bench:
 
 demo:
 	$(GO) run ./cmd/mcpkeep demo
+
+# Interop with the reference TypeScript server (needs node, npm and the npm
+# registry): installs @modelcontextprotocol/server-everything into a
+# temporary directory and drives it directly, through `mcpkeep run` and
+# through `mcpkeep proxy`, comparing every feature (cmd/mcpkeep/interop_test.go).
+.PHONY: interop
+INTEROP_PKG := @modelcontextprotocol/server-everything
+interop:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make interop: node and npm must be on PATH" >&2; exit 1; }
+	@dir=$$(mktemp -d "$${TMPDIR:-/tmp}/mcpkeep-interop.XXXXXX") && trap 'rm -rf "$$dir"' EXIT && \
+	echo "npm install --prefix $$dir $(INTEROP_PKG)" && \
+	if ! npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 $(INTEROP_PKG); then \
+		echo "make interop: npm could not install $(INTEROP_PKG) (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
+	fi && \
+	MCPKEEP_INTEROP_DIR="$$dir" $(GO) test $(RACE) -count=1 -timeout 300s -run '^TestInterop' -v ./cmd/mcpkeep/
