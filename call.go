@@ -136,20 +136,18 @@ func request[R any](s *Supervisor, ctx context.Context, opts *CallOptions, fn fu
 
 // run is generation.call for any request.
 func run[R any](g *generation, ctx context.Context, server string, opts *CallOptions, fn func(context.Context, *generation, any) (R, error)) (res R, sent bool, err error) {
-	cctx, id, cancel, ok := g.begin(ctx)
+	sc, ok := g.begin(ctx)
 	if !ok {
 		return res, false, nil
 	}
-	if cancel != nil {
-		defer g.removeCall(id, cancel)
-	}
+	defer g.end(sc)
 	var token any
 	if opts != nil && opts.Progress != nil {
 		tok := g.addProgress(opts.Progress)
 		defer g.removeProgress(tok)
 		token = tok
 	}
-	res, err = fn(cctx, g, token)
+	res, err = fn(sc.ctx, g, token)
 	if sent, err = g.settle(ctx, server, err); !sent {
 		var zero R
 		return zero, false, err

@@ -59,9 +59,19 @@ type generation struct {
 	stableTimer  *clock.Timer
 	termTimer    *clock.Timer
 
+	// ctxReuse caches whether this generation's requests get reused
+	// contexts (see callsKeepNoContext): 0 not known yet, 1 yes, 2 no.
+	ctxReuse atomic.Int32
+
 	callsMu sync.Mutex // guards the fields below; taken by Call and the loop
-	// calls holds the cancel funcs of in-flight calls whose callers can
-	// cancel too; endCalls cancels them all when the generation ends.
+	// inflight lists the in-flight requests' callCtx (the reuse path);
+	// free holds ended ones ready for the next request. endCalls closes
+	// every listed one when the generation ends.
+	inflight callList
+	free     []*callCtx
+	// calls holds the cancel funcs of in-flight requests over a transport
+	// whose contexts are not reused, when their callers can cancel too;
+	// endCalls cancels them all as well.
 	calls      map[uint64]context.CancelFunc
 	callSeq    uint64
 	callsEnded bool
@@ -85,13 +95,11 @@ func (g *generation) barrierComplete() bool {
 // settle); progress, when set, receives the server's progress
 // notifications for this call.
 func (g *generation) call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (res *mcp.CallToolResult, sent bool, err error) {
-	cctx, id, cancel, ok := g.begin(ctx)
+	sc, ok := g.begin(ctx)
 	if !ok {
 		return nil, false, nil
 	}
-	if cancel != nil {
-		defer g.removeCall(id, cancel)
-	}
+	defer g.end(sc)
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
 	if level != "" && g.modern {
 		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: string(level)}
@@ -101,34 +109,180 @@ func (g *generation) call(ctx context.Context, server, tool string, args any, pr
 		defer g.removeProgress(tok)
 		params.SetProgressToken(tok)
 	}
-	res, err = g.cs.CallTool(cctx, params)
+	res, err = g.cs.CallTool(sc.ctx, params)
 	if sent, err = g.settle(ctx, server, err); !sent {
 		return nil, false, err
 	}
 	return res, true, err
 }
 
-// begin derives the context of one request over this generation. The
-// request's context is also cancelled when the generation ends, so a hung
-// server cannot keep ClientSession.Close (and so the barrier) waiting.
+// begin makes the context of one request over this generation: the
+// caller's values and deadline, done when the caller's context is done or
+// when the generation ends, so a hung server cannot keep
+// ClientSession.Close (and so the barrier) waiting. ok is false when the
+// generation has ended. Every begin is paired with an end.
 //
-// The hot path avoids context.AfterFunc (three allocations and a
-// registration in the generation context's child map): a caller that can
-// never cancel gets the generation's context carrying the caller's values,
-// and any other request registers its cancel func with the generation
-// (the caller releases it with removeCall). ok is false when the
-// generation has ended.
-func (g *generation) begin(ctx context.Context) (cctx context.Context, id uint64, cancel context.CancelFunc, ok bool) {
-	if ctx.Done() == nil {
-		return genValues{Context: g.ctx, values: ctx}, 0, nil, true
+// Nothing is derived per request where the transport allows it (see
+// callsKeepNoContext): the request gets a callCtx from the generation's
+// free list, whose done channel the generation closes when it ends. A
+// caller that can cancel closes it too, through a context.AfterFunc on the
+// caller's context (two allocations, the least the context package allows
+// for watching a context it did not make). A caller that keeps its
+// context pays that once: the second request in a row on the same Done
+// channel keeps its hook after the request, so the next ones register
+// nothing; a hook on a context seen once is stopped at the request's end
+// (a fresh context per request is usually cancelled right after it, and a
+// hook still registered would then fire and cost the callCtx).
+// A callCtx that was closed, or from which a context was derived, is never
+// reused. Over any other transport a caller that can never cancel gets the
+// generation's context carrying its values, and any other one a
+// context.WithCancel registered with the generation.
+func (g *generation) begin(ctx context.Context) (sc callScope, ok bool) {
+	if !g.reuseContexts() {
+		if ctx.Done() == nil {
+			return callScope{ctx: genValues{Context: g.ctx, values: ctx}}, true
+		}
+		c, cancel := context.WithCancel(ctx)
+		id, ok := g.addCall(cancel)
+		if !ok {
+			cancel()
+			return sc, false
+		}
+		return callScope{ctx: c, id: id, cancel: cancel}, true
 	}
-	c, cancel := context.WithCancel(ctx)
-	id, ok = g.addCall(cancel)
-	if !ok {
-		cancel()
-		return nil, 0, nil, false
+	done := ctx.Done()
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.callsEnded {
+		return sc, false
 	}
-	return c, id, cancel, true
+	c := g.takeFree(done)
+	c.caller = ctx
+	g.inflight.push(c)
+	if done != nil {
+		if err := ctx.Err(); err != nil {
+			c.close(err)
+		} else if c.hookDone != done {
+			// A context seen on the request before is kept by its
+			// caller: its hook stays for the next ones.
+			c.keep = done == c.lastDone
+			c.hook(ctx)
+		}
+	}
+	return callScope{ctx: c, c: c}, true
+}
+
+// takeFree returns a callCtx for a request whose caller's Done channel is
+// done: preferably the free one already watching done, else the newest
+// free one whose hook (if any) could be stopped, else a new one. Called
+// with callsMu held.
+func (g *generation) takeFree(done <-chan struct{}) *callCtx {
+	for i := len(g.free) - 1; i >= 0; i-- {
+		if c := g.free[i]; (c.hookDone == done || c.lastDone == done) && done != nil && !c.closed {
+			g.dropFree(i)
+			return c
+		}
+	}
+	for n := len(g.free); n > 0; n = len(g.free) {
+		c := g.free[n-1]
+		g.dropFree(n - 1)
+		if !c.closed && c.unhook() {
+			return c
+		}
+		// Its caller's context ended while it was free: it is closed, or
+		// about to be; drop it.
+	}
+	return newCallCtx(g)
+}
+
+func (g *generation) dropFree(i int) {
+	n := len(g.free) - 1
+	g.free[i] = g.free[n]
+	g.free[n] = nil
+	g.free = g.free[:n]
+}
+
+// callScope is one request's context and what end releases.
+type callScope struct {
+	ctx    context.Context
+	c      *callCtx // the reuse path
+	id     uint64   // otherwise: the registry entry of cancel
+	cancel context.CancelFunc
+}
+
+// end releases what begin took: the request's callCtx goes back to the
+// free list (its caller hook kept) unless it was closed, a context was
+// derived from it, or the generation ended.
+func (g *generation) end(sc callScope) {
+	if c := sc.c; c != nil {
+		g.callsMu.Lock()
+		defer g.callsMu.Unlock()
+		g.inflight.remove(c)
+		c.caller = context.Background() // keep no values of the caller's
+		if c.closed || c.derived.Load() || g.callsEnded {
+			c.unhook()
+			return
+		}
+		if c.hookStop != nil {
+			if c.keep {
+				c.caller = c.hookCtx // pinned by the hook anyway
+			} else {
+				c.lastDone = c.hookDone
+				if !c.unhook() {
+					return // the caller's context is ending: c is closed, or about to be
+				}
+			}
+		}
+		g.free = append(g.free, c)
+		return
+	}
+	if sc.cancel != nil {
+		g.removeCall(sc.id, sc.cancel)
+	}
+}
+
+// closeCall closes c's done channel with err, once.
+func (g *generation) closeCall(c *callCtx, err error) {
+	g.callsMu.Lock()
+	c.close(err)
+	g.callsMu.Unlock()
+}
+
+// reuseContexts reports whether this generation's requests get reused
+// contexts (callCtx), deciding once.
+func (g *generation) reuseContexts() bool {
+	switch g.ctxReuse.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	v := int32(2)
+	if callsKeepNoContext(g.tg) {
+		v = 1
+	}
+	g.ctxReuse.Store(v)
+	return v == 1
+}
+
+// callsKeepNoContext reports whether nothing on tg's connection keeps a
+// request's context once the request returned, which reusing a callCtx
+// needs: true of the SDK's stdio and in-memory connections (the SDK
+// writes and waits on the caller's goroutine; what it starts with the
+// context is started only after the context ended, and a callCtx that
+// ended is never reused). The SDK's Streamable HTTP client keeps the
+// context of a request whose answer is a stream in a goroutine of its
+// own, and any other transport is unknown: those derive a context per
+// request instead.
+func callsKeepNoContext(tg transport.Generation) bool {
+	if _, ok := tg.(*transport.MemGen); ok {
+		return true
+	}
+	if _, ok := tg.(interface{ Pid() int }); ok { // transport.Stdio's generation
+		_, ok := tg.Transport().(*mcp.IOTransport)
+		return ok
+	}
+	return false
 }
 
 // settle classifies a request's error. sent is false when the request
@@ -201,11 +355,18 @@ func (g *generation) removeCall(id uint64, cancel context.CancelFunc) {
 	cancel()
 }
 
-// endCalls cancels every in-flight call; later calls fail at once.
+// endCalls ends every in-flight request; later ones fail at once.
 func (g *generation) endCalls() {
 	g.callsMu.Lock()
 	defer g.callsMu.Unlock()
 	g.callsEnded = true
+	for c := g.inflight.head; c != nil; c = c.next {
+		c.close(context.Canceled)
+	}
+	for _, c := range g.free {
+		c.unhook()
+	}
+	g.free = nil
 	for _, cancel := range g.calls {
 		cancel()
 	}
