@@ -25,6 +25,10 @@ type CallOptions struct {
 	// for this request (the supervisor gives the request a progress token
 	// of its own), on an SDK goroutine, until the request returns.
 	Progress func(*mcp.ProgressNotificationParams)
+	// LogLevel, when set, is the logging level of this request alone (a
+	// server on protocol 2026-07-28 takes the level per request; the
+	// proxy passes a host's on). Otherwise the level of SetLoggingLevel.
+	LogLevel mcp.LoggingLevel
 }
 
 // Call calls a tool by its original (server-side) name. During an outage
@@ -36,14 +40,18 @@ type CallOptions struct {
 // server too (notifications/cancelled).
 func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
 	var progress func(*mcp.ProgressNotificationParams)
+	var level mcp.LoggingLevel
 	if opts != nil {
-		progress = opts.Progress
+		progress, level = opts.Progress, opts.LogLevel
+	}
+	if level == "" {
+		level = s.levelFast()
 	}
 	var w readyWait
 	defer w.stop()
 	for {
 		if g := s.live.Load(); g != nil {
-			res, sent, err := g.call(ctx, s.opts.Name, tool, args, progress, s.levelFast())
+			res, sent, err := g.call(ctx, s.opts.Name, tool, args, progress, level)
 			if sent || ctx.Err() != nil {
 				return res, err
 			}
@@ -71,7 +79,7 @@ func (s *Supervisor) GetPrompt(ctx context.Context, name string, args map[string
 			return nil, fmt.Errorf("mcpkeep: server %q: prompt %q: %w", s.opts.Name, name, ErrUnknownPrompt)
 		}
 		p := &mcp.GetPromptParams{Name: name, Arguments: args}
-		s.withLevel(g, &p.Meta)
+		s.withLevel(g, &p.Meta, opts)
 		if token != nil {
 			p.SetProgressToken(token)
 		}
@@ -88,7 +96,7 @@ func (s *Supervisor) ReadResource(ctx context.Context, uri string, opts *CallOpt
 			return nil, fmt.Errorf("mcpkeep: server %q: resource %q: %w", s.opts.Name, uri, ErrUnknownResource)
 		}
 		p := &mcp.ReadResourceParams{URI: uri}
-		s.withLevel(g, &p.Meta)
+		s.withLevel(g, &p.Meta, opts)
 		if token != nil {
 			p.SetProgressToken(token)
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -76,7 +77,7 @@ type generation struct {
 	callSeq    uint64
 	callsEnded bool
 	// progress maps the tokens of in-flight requests to their handlers.
-	progress    map[string]func(*mcp.ProgressNotificationParams)
+	progress    map[string]*progressEntry
 	progressSeq uint64
 }
 
@@ -309,15 +310,55 @@ func (g *generation) addProgress(fn func(*mcp.ProgressNotificationParams)) strin
 	g.progressSeq++
 	tok := "mcpkeep-" + strconv.FormatUint(g.n, 10) + "-" + strconv.FormatUint(g.progressSeq, 10)
 	if g.progress == nil {
-		g.progress = make(map[string]func(*mcp.ProgressNotificationParams))
+		g.progress = make(map[string]*progressEntry)
 	}
-	g.progress[tok] = fn
+	g.progress[tok] = &progressEntry{fn: fn, seen: make(chan struct{}, 1)}
 	return tok
 }
 
-// removeProgress forgets a call's token: a notification that arrives
-// after the call returned reaches nobody's call.
+// progressEntry is one request's progress handler; seen is signalled on
+// every delivery.
+type progressEntry struct {
+	fn   func(*mcp.ProgressNotificationParams)
+	seen chan struct{}
+}
+
+// Progress that the server sent before its reply may still be in the
+// SDK's notification queue when the reply arrives (responses are not
+// queued): a request with a progress handler waits until its progress has
+// been quiet for progressQuiet (at most progressLinger) before it returns,
+// so the last step is not lost and still comes before the result.
+const (
+	progressQuiet  = 5 * time.Millisecond
+	progressLinger = 50 * time.Millisecond
+)
+
+// removeProgress forgets a call's token once its queued progress was
+// delivered (see progressQuiet): a notification that arrives later
+// reaches nobody's call.
 func (g *generation) removeProgress(tok string) {
+	g.callsMu.Lock()
+	e := g.progress[tok]
+	g.callsMu.Unlock()
+	if e != nil {
+		quiet := time.NewTimer(progressQuiet)
+		limit := time.NewTimer(progressLinger)
+	wait:
+		for {
+			select {
+			case <-e.seen:
+				quiet.Reset(progressQuiet)
+			case <-quiet.C:
+				break wait
+			case <-limit.C:
+				break wait
+			case <-g.ctx.Done():
+				break wait
+			}
+		}
+		quiet.Stop()
+		limit.Stop()
+	}
 	g.callsMu.Lock()
 	delete(g.progress, tok)
 	g.callsMu.Unlock()
@@ -331,7 +372,15 @@ func (g *generation) progressHandler(tok any) func(*mcp.ProgressNotificationPara
 	}
 	g.callsMu.Lock()
 	defer g.callsMu.Unlock()
-	return g.progress[s]
+	e := g.progress[s]
+	if e == nil {
+		return nil
+	}
+	select {
+	case e.seen <- struct{}{}:
+	default:
+	}
+	return e.fn
 }
 
 func (g *generation) addCall(cancel context.CancelFunc) (uint64, bool) {

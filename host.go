@@ -28,10 +28,8 @@ type HostHandlers struct {
 	// Elicit answers elicitation/create.
 	Elicit func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	// ListRoots answers roots/list when the host keeps its roots itself
-	// instead of calling SetRoots. Servers on protocol 2026-07-28 ask for
-	// roots inside a multi-round-trip result, which the SDK answers from
-	// the roots given by Options.Roots and SetRoots only: a host that
-	// serves such servers uses SetRoots.
+	// instead of calling SetRoots (on protocol 2026-07-28 also the roots
+	// input requests of a multi round trip, which the supervisor fulfils).
 	ListRoots func(ctx context.Context, server string) (*mcp.ListRootsResult, error)
 	// LoggingMessage receives notifications/message.
 	LoggingMessage func(server string, p *mcp.LoggingMessageParams)
@@ -66,6 +64,8 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 	}
 	opts := &mcp.ClientOptions{
 		Capabilities: caps,
+		// The supervisor runs the multi round trip itself (mrtr.go).
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			// The SDK runs this on the connection's notification queue:
 			// hand it to the loop and return; never call back into the SDK.
@@ -145,6 +145,7 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 			return next(ctx, method, req)
 		}
 	})
+	c.AddSendingMiddleware(s.multiRoundTrip(g))
 	c.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)

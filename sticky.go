@@ -307,11 +307,14 @@ func (s *Supervisor) levelFast() mcp.LoggingLevel {
 
 // withLevel adds the recorded logging level to a request's _meta for a
 // server on 2026-07-28, where setLevel does nothing.
-func (s *Supervisor) withLevel(g *generation, meta *mcp.Meta) {
+func (s *Supervisor) withLevel(g *generation, meta *mcp.Meta, opts *CallOptions) {
 	if !g.modern {
 		return
 	}
 	lv := s.level()
+	if opts != nil && opts.LogLevel != "" {
+		lv = opts.LogLevel
+	}
 	if lv == "" {
 		return
 	}

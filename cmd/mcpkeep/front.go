@@ -170,7 +170,7 @@ func (f *front) launch(caps *mcp.ClientCapabilities, version string) {
 		f.host.learn(caps, version)
 		opts := f.poolOpts
 		opts.Sink, opts.Catalog = f.set, f.catalog
-		opts.Host = f.host.handlers(&logRelay{srv: f.srv})
+		opts.Host = f.host.handlers(&logRelay{srv: f.srv, host: f.host})
 		if opts.Host.ListRoots != nil {
 			opts.Roots = []*mcp.Root{} // the servers know of roots from the start
 		}

@@ -127,8 +127,6 @@ func TestInteropEverything(t *testing.T) {
 					t.Logf("same %s", k)
 				case expectedDifference(way.name, k, want[k], got[k]):
 					t.Logf("differs by design %s: direct %s; %s %s", k, clip(want[k]), way.name, clip(got[k]))
-				case k == "progress" && got[k] != "[]" && strings.HasPrefix(want[k], strings.TrimSuffix(got[k], "]")) && known(t, bugProgressAfterReply):
-					t.Logf("differs by a known bug %s: direct %s; %s %s", k, want[k], way.name, got[k])
 				default:
 					t.Errorf("%s differs:\n  direct: %s\n  %s: %s", k, want[k], way.name, got[k])
 				}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -31,40 +30,6 @@ import (
 // eras are the protocol versions a host negotiates: the go-sdk's default
 // (per-request, SEP-2575) and the last legacy (stateful) one.
 var eras = []string{"2026-07-28", "2025-11-25"}
-
-// Known bugs of non-test code these tests reproduce (reported, not yet
-// fixed). A check of one is skipped, and says so in the log, unless
-// MCPKEEP_E2E_KNOWN_BUGS=1 holds every check to the design; delete an
-// entry once its bug is fixed.
-const (
-	// A server's notifications/progress that the SDK delivers after the
-	// call's reply (the last step, sent right before it) is dropped: the
-	// call's token is forgotten when the call returns (generation.call:
-	// defer g.removeProgress), so Supervisor.onProgress finds no handler.
-	bugProgressAfterReply = "the last progress step, delivered after the reply, is dropped"
-	// A 2026-07-28 host's roots never reach the servers (the fixture's
-	// roots tool lists none), nor does its notifications/roots/list_changed:
-	// front.refreshRoots ignores 2026-07-28 hosts, and a 2026-07-28
-	// server's roots input request is answered by the SDK from
-	// Options.Roots/SetRoots (here empty), never Host.ListRoots.
-	bugModernRoots = "a 2026-07-28 host's roots do not reach the servers"
-	// A 2026-07-28 host's level on its request (_meta
-	// io.modelcontextprotocol/logLevel, SEP-2575) is not passed on: the
-	// server's call carries only a level logging/setLevel set, and the
-	// server's messages are relayed with ServerSession.Log(Background),
-	// which drops them without a session level.
-	bugModernRequestLevel = "a 2026-07-28 host's per-request log level is ignored"
-)
-
-// known reports whether the check of bug is to be skipped (logged).
-func known(t *testing.T, bug string) bool {
-	t.Helper()
-	if os.Getenv("MCPKEEP_E2E_KNOWN_BUGS") == "1" {
-		return false
-	}
-	t.Logf("known bug, not checked (MCPKEEP_E2E_KNOWN_BUGS=1 checks it): %s", bug)
-	return true
-}
 
 // hostRoot is the root a host with handlers offers from the start;
 // hostRoot2 the one it adds later (notifications/roots/list_changed).
@@ -607,19 +572,24 @@ func checkHostRequests(h *host, tg target) {
 	if !slices.Contains(h.elicits.all(), msg) {
 		h.t.Errorf("the host's elicitation handler never saw %q: %v", msg, h.elicits.all())
 	}
-	if !h.legacy() && known(h.t, bugModernRoots) {
-		return
-	}
 	if got, want := h.callText(tg.name("roots"), nil), strings.Join(h.roots, "\n"); got != want {
 		h.t.Errorf("%s: %q, want the host's roots %q", tg.name("roots"), got, want)
 	}
 }
 
 // checkRootsChanged: the host's notifications/roots/list_changed reaches
-// every server, which then lists the host's new roots.
+// every server, which then lists the host's new roots. On 2026-07-28 there
+// is no such notification (roots are asked for at each use, through the
+// host's call in flight): the servers list the new roots at once.
 func checkRootsChanged(h *host, tgs ...target) {
 	h.t.Helper()
-	if !h.legacy() && known(h.t, bugModernRoots) {
+	if !h.legacy() {
+		h.addRoot(hostRoot2)
+		for _, tg := range tgs {
+			if got, want := h.callText(tg.name("roots"), nil), strings.Join(h.roots, "\n"); got != want {
+				h.t.Errorf("%s after the host added a root: %q, want %q", tg.name("roots"), got, want)
+			}
+		}
 		return
 	}
 	before := map[string]int{}
@@ -705,8 +675,8 @@ func checkLogging(h *host, tg target, tag string, metaLevel mcp.LoggingLevel) {
 // checkProgress: the server's progress of slow calls reaches the host
 // under the host's own token, every step of it. A call with steps 50 ms
 // apart must bring all but the last in any case; the last step is sent
-// right before the reply, so several quick calls make a lost last step
-// show (bugProgressAfterReply).
+// right before the reply (and may reach mcpkeep after it), so several quick
+// calls make a lost last step show.
 func checkProgress(h *host, tg target) {
 	h.t.Helper()
 	const steps = 3
@@ -739,9 +709,6 @@ func checkProgress(h *host, tg target) {
 	}), tok)
 	if !slices.Equal(got[:steps-1], []float64{1, 2}) {
 		h.t.Errorf("progress of %s (%s) reached the host as %v, want 1, 2, 3", tg.name("slow"), tok, got)
-	}
-	if known(h.t, bugProgressAfterReply) {
-		return
 	}
 	tokens := []string{tok}
 	for range 8 {
@@ -950,7 +917,7 @@ func TestProtocolProxyBareHost(t *testing.T) {
 			h := startHost(t, era, false, proxyArgs(t)...)
 			checkHostRequests(h, target{"a", "a__"})
 			checkHostRequests(h, target{"b", "b__"})
-			if !h.legacy() && !known(t, bugModernRequestLevel) {
+			if !h.legacy() {
 				// A host that never sends logging/setLevel sets the level
 				// of each request in its _meta (SEP-2575).
 				checkLogging(h, target{"a", "a__"}, "meta", "notice")
@@ -1020,7 +987,7 @@ func TestProtocolRunBareHost(t *testing.T) {
 			t.Parallel()
 			h := startHost(t, era, false, runArgs(t)...)
 			checkHostRequests(h, target{"fx", ""})
-			if !h.legacy() && !known(t, bugModernRequestLevel) {
+			if !h.legacy() {
 				checkLogging(h, target{"fx", ""}, "meta", "notice")
 			}
 		})

@@ -141,12 +141,12 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			b = bs.open(server)
 			go func() {
 				start := time.Now()
-				res, err := pool.Call(b.ctx, public, args, &mcpkeep.CallOptions{Progress: b.relay})
+				res, err := pool.Call(b.ctx, public, args, &mcpkeep.CallOptions{Progress: b.relay, LogLevel: requestLevel(req)})
 				u.ops.observeRequest(server, "tools/call", start, err)
 				b.done <- outcome{res, err}
 			}()
 		}
-		b.setProgress(progressRelay(ctx, req))
+		b.setRound(ctx, req.Session, progressRelay(ctx, req), requestLevel(req))
 		res, err, final := bs.round(ctx, b)
 		if !final {
 			return res, nil

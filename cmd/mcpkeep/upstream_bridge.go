@@ -38,6 +38,11 @@ type bridge struct {
 	mu       sync.Mutex
 	pending  map[string]*ask // input request id → the server's request waiting for it
 	progress func(*mcp.ProgressNotificationParams)
+	// session and ctx are the host's current round (its log level rides
+	// on ctx: notifications of the round are sent with it).
+	session  *mcp.ServerSession
+	roundCtx context.Context
+	level    mcp.LoggingLevel // the round's own level ("" when it has none)
 	idle     *time.Timer
 	seq      uint64
 }
@@ -185,11 +190,23 @@ func (b *bridge) answer(resps mcp.InputResponseMap) {
 	}
 }
 
-// setProgress points the server's progress at the current round.
-func (b *bridge) setProgress(fn func(*mcp.ProgressNotificationParams)) {
+// setRound points the server's progress and log messages at the host's
+// current round.
+func (b *bridge) setRound(ctx context.Context, ss *mcp.ServerSession, fn func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) {
 	b.mu.Lock()
-	b.progress = fn
+	b.progress, b.session, b.roundCtx, b.level = fn, ss, ctx, level
 	b.mu.Unlock()
+}
+
+// round returns the current round's session and context when the round
+// carries a log level of its own.
+func (b *bridge) round() (*mcp.ServerSession, context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.level == "" {
+		return nil, nil
+	}
+	return b.session, b.roundCtx
 }
 
 func (b *bridge) relay(p *mcp.ProgressNotificationParams) {

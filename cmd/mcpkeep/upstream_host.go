@@ -214,29 +214,54 @@ func (h *hostLink) listRoots(ctx context.Context, server string) (*mcp.ListRoots
 // logRelay sends the servers' log messages to the host with the logger
 // named after the server ("<server>" or "<server>/<logger>"). The SDK
 // drops those below the level the host set.
-type logRelay struct{ srv *mcp.Server }
+type logRelay struct {
+	srv  *mcp.Server
+	host *hostLink
+}
 
 // relay sends to every host session; each session's own level (its
-// logging/setLevel) decides whether it gets the message.
+// logging/setLevel) decides whether it gets the message. A 2026-07-28
+// session whose request to that server is in flight gets it inside that
+// request instead, at the request's level (its _meta), once.
 func (r *logRelay) relay(server string, p *mcp.LoggingMessageParams) {
 	q := *p
 	q.Logger = server
 	if p.Logger != "" {
 		q.Logger = server + "/" + p.Logger
 	}
+	done := map[*mcp.ServerSession]bool{}
+	for _, b := range r.host.bridges.of(server) {
+		if ss, ctx := b.round(); ss != nil && !done[ss] {
+			done[ss] = true
+			_ = ss.Log(ctx, &q)
+		}
+	}
 	for ss := range r.srv.Sessions() {
-		_ = ss.Log(context.Background(), &q)
+		if !done[ss] {
+			_ = ss.Log(context.Background(), &q)
+		}
 	}
 }
 
 // progressOpts relays a server's progress for one host request to the
-// host under the host's own token; nil when the host asked for none.
+// host under the host's own token, and passes on the request's own log
+// level (2026-07-28); nil when the host asked for neither.
 func progressOpts(ctx context.Context, req mcp.Request) *mcpkeep.CallOptions {
-	relay := progressRelay(ctx, req)
-	if relay == nil {
+	relay, level := progressRelay(ctx, req), requestLevel(req)
+	if relay == nil && level == "" {
 		return nil
 	}
-	return &mcpkeep.CallOptions{Progress: relay}
+	return &mcpkeep.CallOptions{Progress: relay, LogLevel: level}
+}
+
+// requestLevel is the log level a 2026-07-28 host put on its request.
+func requestLevel(req mcp.Request) mcp.LoggingLevel {
+	m, ok := req.GetParams().(interface{ GetMeta() map[string]any })
+	if !ok {
+		return ""
+	}
+	lv, _ := m.GetMeta()[mcp.MetaKeyLogLevel].(string)
+	return mcp.LoggingLevel(lv)
 }
 
 func progressRelay(ctx context.Context, req mcp.Request) func(*mcp.ProgressNotificationParams) {
