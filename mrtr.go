@@ -131,7 +131,9 @@ func (s *Supervisor) sample(ctx context.Context, g *generation, p *mcp.CreateMes
 	h := &s.opts.Host
 	switch {
 	case h.CreateMessageWithTools != nil:
-		return hostRequest(s, g, func() (*mcp.CreateMessageWithToolsResult, error) { return h.CreateMessageWithTools(ctx, s.opts.Name, p) })
+		return hostRequest(s, g, func() (*mcp.CreateMessageWithToolsResult, error) {
+			return h.CreateMessageWithTools(ctx, s.opts.Name, p)
+		})
 	case h.CreateMessage != nil:
 		base, err := withoutTools(p)
 		if err != nil {
