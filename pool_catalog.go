@@ -169,6 +169,10 @@ func (p *Pool) resourceServer(uri string) (*poolServer, error) {
 		if ps, _ := p.entry(server); ps != nil {
 			return ps, nil
 		}
+		// Removed by an Apply and still draining: it answers as an outage.
+		if old := p.lastRetired(server); old != nil {
+			return &poolServer{sup: old}, nil
+		}
 	}
 	return nil, fmt.Errorf("mcpkeep: resource %q: %w", uri, ErrUnknownResource)
 }
