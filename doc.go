@@ -55,7 +55,7 @@
 //
 // # Refinements of the design
 //
-// Where DESIGN.md is silent, mcpkeep does the following (docs/design.md
+// Where the lifecycle's declaration is silent, mcpkeep does the following (docs/design.md
 // §17 lists them all):
 //
 //   - Start waits until the first attempt settles (established, or failed

@@ -22,7 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// raceRow is one row of the race table (DESIGN §7). Each row runs inside
+// raceRow is one row of the race table (docs/design.md §7). Each row runs inside
 // a synctest bubble with a mock clock; the harness checks I1–I6 after
 // every step, and each row asserts its transition sequence, its lifecycle
 // logs and its registrations, then disposes to quiescence.

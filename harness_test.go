@@ -209,7 +209,7 @@ func (h *harness) inspect(f func()) bool {
 	return true
 }
 
-// checkInvariants asserts DESIGN §4's I1–I6 (I7 is asserted by the rows
+// checkInvariants asserts docs/design.md §4's I1–I6 (I7 is asserted by the rows
 // that inject stale signals).
 func (h *harness) checkInvariants() {
 	h.t.Helper()

@@ -18,7 +18,7 @@ import (
 // clock advances, notifications, host calls, manual reconnects and a final
 // dispose. After every step the invariants hold (the harness checks them)
 // and the supervisor agrees with refModel, a few dozen lines that restate
-// DESIGN §3/§5 as a discrete-event simulation.
+// docs/design.md §3/§5 as a discrete-event simulation.
 
 type genOutcome uint8
 

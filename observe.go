@@ -7,7 +7,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-// Transition is what observers see for every fired event (DESIGN §10).
+// Transition is what observers see for every fired event (docs/design.md §10).
 // Internal transitions (tools_changed, stable) have From == To.
 type Transition struct {
 	Server    string

@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultTerminationWindow bounds a close barrier when neither Options
-// nor the Opener set one (DESIGN §6). The default connect timeout is
+// nor the Opener set one (docs/design.md §6). The default connect timeout is
 // config.DefaultConnectTimeout.
 const DefaultTerminationWindow = 10 * time.Second
 
@@ -40,7 +40,7 @@ type Options struct {
 	// FailOnStartupError makes Start return the activation attempt's error
 	// (and dispose the supervisor) instead of retrying in the background.
 	FailOnStartupError bool
-	// Logger receives the lifecycle logs (DESIGN §10); nil discards.
+	// Logger receives the lifecycle logs (docs/design.md §10); nil discards.
 	Logger *slog.Logger
 	// Clock drives every timer of the supervisor; nil is the real clock.
 	Clock clock.Clock

@@ -121,7 +121,7 @@ func TestServerOptions(t *testing.T) {
 }
 
 // TestOptionsServerNameRule: New refuses a name that tools.CheckServerName
-// refuses, naming the field and the rule (DESIGN R29).
+// refuses, naming the field and the rule (docs/design.md §7, R29).
 func TestOptionsServerNameRule(t *testing.T) {
 	for _, name := range []string{"a__b", "a_", "", strings.Repeat("a", 33), "a.b"} {
 		_, err := New(Options{Name: name, Opener: transport.NewMemory()})

@@ -20,7 +20,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/transport"
 )
 
-// The pool's rows of the race table (DESIGN §7: R22, R24, R28). Like the
+// The pool's rows of the race table (docs/design.md §7: R22, R24, R28). Like the
 // supervisor's rows they run inside a synctest bubble with a mock clock;
 // the pool runs scripted in-memory servers (poolRig), and every
 // generation any supervisor of a server name ever opened is watched, so

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/backoff"
 )
 
-// The default schedule is pinned exactly: DESIGN §5 promises it to users.
+// The default schedule is pinned exactly: docs/design.md §5 promises it to users.
 func TestDefaultSchedule(t *testing.T) {
 	s := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
 	want := []time.Duration{s(0.5), s(1), s(2), s(4), s(8), s(16), s(30), s(30), s(30), s(30)}

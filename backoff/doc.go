@@ -1,5 +1,5 @@
 // Package backoff holds a server's reconnect policy and the arithmetic the
-// mcpkeep supervisor runs on it (DESIGN §5): validation, the retry schedule,
+// mcpkeep supervisor runs on it (docs/design.md §5): validation, the retry schedule,
 // jitter, and the per-outage retry budget. It is pure: no goroutines, no
 // clock, no randomness of its own. The supervisor owns time and passes in
 // the uniform draw, so tests replay every schedule exactly.

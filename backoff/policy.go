@@ -2,7 +2,7 @@ package backoff
 
 import "time"
 
-// Policy is a server's reconnect policy (DESIGN §5). A Policy built in Go or
+// Policy is a server's reconnect policy (docs/design.md §5). A Policy built in Go or
 // decoded from JSON is not trusted until Resolve has accepted it; Delay,
 // Schedule and Budget stay safe (never negative, never overflowing) on an
 // unresolved Policy, but only a resolved one gets the documented schedule.

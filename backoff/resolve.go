@@ -27,7 +27,7 @@ func (e *FieldError) Error() string {
 // Unwrap returns ErrInvalidPolicy.
 func (e *FieldError) Unwrap() error { return ErrInvalidPolicy }
 
-// Resolve checks every bound and cross-field constraint of DESIGN §5 and
+// Resolve checks every bound and cross-field constraint of docs/design.md §5 and
 // returns p unchanged when all hold:
 //
 //	initialDelay > 0

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/backoff"
 )
 
-// Config is a parsed and validated config file (DESIGN §11): the servers
+// Config is a parsed and validated config file (docs/design.md §11): the servers
 // to supervise, each with its effective settings.
 //
 // The file is the JSON that MCP hosts already use, in either shape:
@@ -35,7 +35,7 @@ type Config struct {
 }
 
 // DefaultConnectTimeout is the connect timeout of a server that sets no
-// "connectTimeoutMs" (DESIGN §6); the supervisor's Options default to it too.
+// "connectTimeoutMs" (docs/design.md §6); the supervisor's Options default to it too.
 const DefaultConnectTimeout = 30 * time.Second
 
 // Transports of a Server.

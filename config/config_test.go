@@ -17,7 +17,7 @@ func envOf(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-// designExample is DESIGN §11's file.
+// designExample is docs/design.md §11's file.
 const designExample = `{
   "reconnect": {"initialDelayMs": 500, "maxDelayMs": 30000, "maxAttempts": 10},
   "mcpServers": {
@@ -313,7 +313,7 @@ func TestServerHTTPOpener(t *testing.T) {
 }
 
 // TestConfigServerNameRule: the config refuses a server name that
-// tools.CheckServerName refuses, at the server's JSON path (DESIGN R29).
+// tools.CheckServerName refuses, at the server's JSON path (docs/design.md §7, R29).
 func TestConfigServerNameRule(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"a__b", `mcpServers.a__b: ` + tools.ServerNameRule + ` (it prefixes the public tool names, <server>__<tool>): "a__b" contains "__"`},

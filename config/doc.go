@@ -1,4 +1,4 @@
-// Package config reads mcpkeep's config file (DESIGN §11): the JSON that
+// Package config reads mcpkeep's config file (docs/design.md §11): the JSON that
 // MCP hosts already use ("mcpServers", or VS Code's "servers"), plus
 // mcpkeep's own reconnect, timeout and startup settings.
 //

@@ -1,5 +1,5 @@
 // Package fsm declares the connection lifecycle of one supervised MCP server
-// (DESIGN §3) as data: states, events, named guards and the invariants each
+// (docs/design.md §3) as data: states, events, named guards and the invariants each
 // transition carries, in one table (Table) that the supervisor, the
 // diagrams, the trace replayer and the tests all read.
 //

@@ -2,7 +2,7 @@ package fsm
 
 import "strconv"
 
-// Event is an input to the lifecycle (DESIGN §3).
+// Event is an input to the lifecycle (docs/design.md §3).
 type Event uint8
 
 const (
@@ -40,7 +40,7 @@ var eventNames = [...]string{
 	CatalogChanged: "catalog_changed",
 }
 
-// String returns the event's name exactly as DESIGN §3 writes it.
+// String returns the event's name exactly as docs/design.md §3 writes it.
 func (e Event) String() string {
 	if int(e) < len(eventNames) {
 		return eventNames[e]

@@ -1,6 +1,6 @@
 package fsm
 
-// Invariant names one of DESIGN §4's invariants. Transitions declare which
+// Invariant names one of docs/design.md §4's invariants. Transitions declare which
 // ones they carry so the declaration, the diagrams and the tests speak of
 // the same things.
 type Invariant string

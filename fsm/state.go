@@ -2,7 +2,7 @@ package fsm
 
 import "strconv"
 
-// State is a lifecycle state of one supervised server (DESIGN §3).
+// State is a lifecycle state of one supervised server (docs/design.md §3).
 type State uint8
 
 const (
@@ -28,7 +28,7 @@ var stateNames = [...]string{
 	Disposed:    "disposed",
 }
 
-// String returns the state's name exactly as DESIGN §3 writes it.
+// String returns the state's name exactly as docs/design.md §3 writes it.
 func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]

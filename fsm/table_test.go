@@ -8,7 +8,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-// TestNames: String is exactly docs/design.md §3's spelling (DESIGN's
+// TestNames: String is exactly docs/design.md §3's spelling (the original
 // events plus catalog_changed, the prompts and resources list_changed) and
 // Parse inverts it.
 func TestNames(t *testing.T) {
@@ -16,7 +16,7 @@ func TestNames(t *testing.T) {
 	events := []string{"connected", "failed", "tools_changed", "dispose", "closed", "stable", "reconnect",
 		"released", "stuck", "retry_due", "drained", "drain_timeout", "catalog_changed"}
 	if len(fsm.States) != len(states) {
-		t.Fatalf("%d states, DESIGN §3 has %d", len(fsm.States), len(states))
+		t.Fatalf("%d states, docs/design.md §3 has %d", len(fsm.States), len(states))
 	}
 	for i, s := range fsm.States {
 		if s.String() != states[i] {
@@ -27,7 +27,7 @@ func TestNames(t *testing.T) {
 		}
 	}
 	if len(fsm.Events) != len(events) {
-		t.Fatalf("%d events, DESIGN §3 has %d", len(fsm.Events), len(events))
+		t.Fatalf("%d events, docs/design.md §3 has %d", len(fsm.Events), len(events))
 	}
 	for i, e := range fsm.Events {
 		if e.String() != events[i] {
@@ -56,7 +56,7 @@ func TestNames(t *testing.T) {
 }
 
 // TestTableMatchesDesign pins fsm.Table to docs/design.md §3, row for row
-// (DESIGN's table plus the currency guards on stable, stuck and retry_due:
+// (the original table plus the currency guards on stable, stuck and retry_due:
 // the guards are the only filter of stale signals).
 func TestTableMatchesDesign(t *testing.T) {
 	type row struct {
@@ -90,7 +90,7 @@ func TestTableMatchesDesign(t *testing.T) {
 		{"draining", "drain_timeout", "", "disposed", false, "incomplete shutdown"},
 	}
 	if len(fsm.Table) != len(want) {
-		t.Fatalf("Table has %d rows, DESIGN §3 has %d", len(fsm.Table), len(want))
+		t.Fatalf("Table has %d rows, docs/design.md §3 has %d", len(fsm.Table), len(want))
 	}
 	for i, tr := range fsm.Table {
 		got := row{tr.From.String(), tr.Event.String(), tr.Guard.Name, tr.To.String(), tr.Internal, tr.Log}
@@ -107,7 +107,7 @@ func TestTableWellFormed(t *testing.T) {
 		known[inv.ID] = true
 	}
 	if len(known) != 7 {
-		t.Errorf("%d distinct invariants, DESIGN §4 has 7", len(known))
+		t.Errorf("%d distinct invariants, docs/design.md §4 has 7", len(known))
 	}
 	logs := map[string]bool{"connection failed": true, "connection lost": true, "reconnecting": true,
 		"recovered": true, "gave up": true, "reconnect disabled": true, "incomplete shutdown": true}
@@ -127,7 +127,7 @@ func TestTableWellFormed(t *testing.T) {
 			}
 		}
 		if tr.Log != "" && !logs[tr.Log] {
-			t.Errorf("row %d logs %q, not a DESIGN §10 message", i, tr.Log)
+			t.Errorf("row %d logs %q, not a docs/design.md §10 message", i, tr.Log)
 		}
 		if tr.From == fsm.Disposed {
 			t.Errorf("row %d leaves disposed", i)

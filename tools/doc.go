@@ -15,7 +15,7 @@
 // whole tool set atomically after each sync (a generation), and removes it
 // when giving up. A swap that would take a public name registered by
 // another server fails whole, leaving every registration as it was
-// (DESIGN §7 R20). A swap to an identical set changes nothing and emits no
+// (docs/design.md §7 R20). A swap to an identical set changes nothing and emits no
 // event, so the model-visible list does not flap when a server recovers
-// with the same tools (DESIGN §6).
+// with the same tools (docs/design.md §6).
 package tools

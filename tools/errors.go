@@ -11,7 +11,7 @@ import (
 // details (server, tool, limit) with errors.As on the typed errors below.
 var (
 	// ErrReserved: Reserve of a server name that is already reserved. Two
-	// supervisors of one name would fight over one tool set (DESIGN §9).
+	// supervisors of one name would fight over one tool set (docs/design.md §9).
 	ErrReserved = errors.New("server name already reserved")
 	// ErrQuarantined: Reserve of a server name whose previous holder was
 	// disposed without proving its process gone (an incomplete shutdown).

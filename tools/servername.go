@@ -19,7 +19,7 @@ const ServerNameRule = `server name must be 1-32 characters of [A-Za-z0-9_-], wi
 // no "__", and since it does not end in "_", the separator cannot start
 // inside it either. So the server prefix of a public name is unambiguous,
 // two servers can never produce the same public name, and which server
-// owns a name does not depend on which of them started first (DESIGN §7
+// owns a name does not depend on which of them started first (docs/design.md §7
 // R29). Without it, server "a" with tool "b__c" and server "a__b" with
 // tool "c" both want "a__b__c", and the first to register wins.
 //

@@ -19,7 +19,7 @@ import (
 // Removed change carries it.
 //
 // Each server's Replaces are expected from one goroutine, its supervisor,
-// which syncs serially (DESIGN §6); concurrent Replaces of one server are
+// which syncs serially (docs/design.md §6); concurrent Replaces of one server are
 // applied whole, in the order they take the lock.
 type Set struct {
 	lim Limits // resolved; fixed for the Set's life

@@ -15,7 +15,7 @@ type Sink interface {
 	Reserve(server string) error
 	// Replace swaps in defs as the server's whole tool set, registered for
 	// generation gen. It is atomic: on error nothing changed and the
-	// previous registrations stay in place (DESIGN R20). The server must be
+	// previous registrations stay in place (docs/design.md §7, R20). The server must be
 	// reserved (ErrNotReserved).
 	Replace(server string, gen uint64, defs []Tool) error
 	// Remove unregisters all tools of the server; it stays reserved.

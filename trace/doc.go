@@ -1,5 +1,5 @@
 // Package trace records a supervisor's lifecycle transitions as JSON lines
-// and checks recorded traces against the declared lifecycle (DESIGN §10).
+// and checks recorded traces against the declared lifecycle (docs/design.md §10).
 //
 // # Format (version 1)
 //
@@ -27,7 +27,7 @@
 // "t" is the offset from "started" in milliseconds; durations ("t",
 // "next_retry_ms", the header's *Ms) are decimal milliseconds with up to six
 // fraction digits, so nanoseconds round-trip exactly. "event", "from" and
-// "to" are the names of DESIGN §3 (fsm.Event and fsm.State String). "gen"
+// "to" are the names of docs/design.md §3 (fsm.Event and fsm.State String). "gen"
 // is the generation the transition concerns (for retry_due and reconnect
 // into connecting: the new one). "attempt" is the number of retries spent
 // in the outage after the transition. "next_retry_ms", only on transitions

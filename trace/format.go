@@ -26,7 +26,7 @@ const (
 const Slack = 50 * time.Millisecond
 
 // Policy is backoff.Policy as a trace records it: durations in
-// milliseconds, field names as in the config file (DESIGN §11).
+// milliseconds, field names as in the config file (docs/design.md §11).
 type Policy struct {
 	Enabled        bool    `json:"enabled"`
 	InitialDelayMs Ms      `json:"initialDelayMs"`

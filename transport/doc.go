@@ -8,7 +8,7 @@
 // supervisor owns the child and its process group), Streamable HTTP, and a
 // scripted in-memory transport with faults for tests.
 //
-// Stdio owns its server's process (DESIGN §8). Each generation is a fresh
+// Stdio owns its server's process (docs/design.md §8). Each generation is a fresh
 // exec.Cmd in its own process group (so a terminal's Ctrl-C reaches
 // mcpkeep, which tears the server down, and not the server), with stdin,
 // stdout and stderr on os.Pipes handed to mcp.IOTransport;
@@ -41,7 +41,7 @@
 // of reach. The last stderr lines are kept for Exit().StderrTail and
 // forwarded at Debug.
 //
-// HTTP supervision (DESIGN §8). Each generation is a fresh
+// HTTP supervision (docs/design.md §8). Each generation is a fresh
 // mcp.StreamableClientTransport behind an http.RoundTripper of its own (and,
 // unless the host supplies a client, an http.Transport of its own) that adds
 // the configured headers, ties every request to the generation and watches

@@ -22,7 +22,7 @@ type Opener interface {
 // The supervisor hands Transport to mcp.Client.Connect exactly once, watches
 // ClientSession.Wait for loss, and tears a generation down by cancelling its
 // context, calling ClientSession.Close and Terminate, and then waiting for
-// Gone (the close barrier, DESIGN §2).
+// Gone (the close barrier, docs/design.md §2).
 type Generation interface {
 	// Transport is the mcp.Transport for this generation; used once.
 	Transport() mcp.Transport

@@ -20,7 +20,7 @@ var diagramFormats = []struct {
 }
 
 // svgElsewhere is the answer to --format svg: the binary links no layout
-// engine (DESIGN §1); the SVG is rendered at build time.
+// engine (docs/design.md §1); the SVG is rendered at build time.
 const svgElsewhere = "mcpkeep diagram: this binary renders no SVG; in a checkout of the " +
 	"repository, `make diagram` writes diagrams/lifecycle.svg " +
 	"(or `go run ./internal/cmd/diagrams -o DIR`)\n"

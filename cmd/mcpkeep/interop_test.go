@@ -159,7 +159,7 @@ func noServerLeft(h *host) *host {
 	return h
 }
 
-// expectedDifference: what mcpkeep changes on purpose (DESIGN §14, §15).
+// expectedDifference: what mcpkeep changes on purpose (docs/design.md §14, §15).
 func expectedDifference(way, key, direct, got string) bool {
 	switch key {
 	case "serverInfo":

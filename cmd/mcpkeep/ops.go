@@ -32,7 +32,7 @@ const (
 	resultConnectionLost = "connection_lost"
 )
 
-// ops is the operations side of a serving mcpkeep (DESIGN §16): liveness,
+// ops is the operations side of a serving mcpkeep (docs/design.md §16): liveness,
 // readiness and Prometheus metrics. It learns of transitions through its
 // observer (subscribe it with PoolOptions.Observer) and of relayed
 // requests through observeRequest; everything else (state, attempt,

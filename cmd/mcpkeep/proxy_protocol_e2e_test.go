@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The whole protocol through `mcpkeep proxy` (DESIGN §14) and `mcpkeep
+// The whole protocol through `mcpkeep proxy` (docs/design.md §14) and `mcpkeep
 // run` (§15), end to end: a go-sdk client as the host, on each protocol
 // era, over a real mcpkeep process and real fixture processes, before and
 // after a fixture is SIGKILLed and respawned under the host's unchanged
@@ -434,7 +434,7 @@ func (h *host) killFixture(server string) (old, fresh int) {
 	return old, fresh
 }
 
-// --- checks, each of one feature of DESIGN §14 ---
+// --- checks, each of one feature of docs/design.md §14 ---
 
 // checkUpstreamCaps: tools, prompts, resources (subscribe), logging,
 // completions, each list with listChanged.
@@ -854,7 +854,7 @@ func (h *host) wait(t *testing.T, cond func() bool) {
 
 // TestProtocolProxy: a host with sampling, elicitation and roots handlers
 // through `mcpkeep proxy` with fixture servers a and b, on each era: every
-// feature of DESIGN §14, then again after a's process is SIGKILLed and
+// feature of docs/design.md §14, then again after a's process is SIGKILLed and
 // respawned, under the host's unchanged session.
 func TestProtocolProxy(t *testing.T) {
 	t.Parallel()
