@@ -312,7 +312,7 @@ func (g *generation) addProgress(fn func(*mcp.ProgressNotificationParams)) strin
 	if g.progress == nil {
 		g.progress = make(map[string]*progressEntry)
 	}
-	g.progress[tok] = &progressEntry{fn: fn, seen: make(chan struct{}, 1)}
+	g.progress[tok] = &progressEntry{fn: fn, seen: make(chan struct{}, 1), complete: make(chan struct{})}
 	return tok
 }
 
@@ -321,16 +321,20 @@ func (g *generation) addProgress(fn func(*mcp.ProgressNotificationParams)) strin
 type progressEntry struct {
 	fn   func(*mcp.ProgressNotificationParams)
 	seen chan struct{}
+	// complete is closed when a notification reached its total.
+	complete chan struct{}
+	done     bool // complete is closed; guarded by the generation's callsMu
 }
 
 // Progress that the server sent before its reply may still be in the
 // SDK's notification queue when the reply arrives (responses are not
-// queued): a request with a progress handler waits until its progress has
-// been quiet for progressQuiet (at most progressLinger) before it returns,
-// so the last step is not lost and still comes before the result.
+// queued): a request with a progress handler waits, before it returns,
+// until its progress reached its total, or has been quiet for
+// progressQuiet (at most progressLinger), so the last step is not lost
+// and still comes before the result.
 const (
-	progressQuiet  = 5 * time.Millisecond
-	progressLinger = 50 * time.Millisecond
+	progressQuiet  = 10 * time.Millisecond
+	progressLinger = 100 * time.Millisecond
 )
 
 // removeProgress forgets a call's token once its queued progress was
@@ -348,6 +352,8 @@ func (g *generation) removeProgress(tok string) {
 			select {
 			case <-e.seen:
 				quiet.Reset(progressQuiet)
+			case <-e.complete:
+				break wait
 			case <-quiet.C:
 				break wait
 			case <-limit.C:
@@ -364,9 +370,10 @@ func (g *generation) removeProgress(tok string) {
 	g.callsMu.Unlock()
 }
 
-// progressHandler returns the handler of a live call's token, or nil.
-func (g *generation) progressHandler(tok any) func(*mcp.ProgressNotificationParams) {
-	s, ok := tok.(string)
+// progressHandler returns the handler of a live call's token, or nil,
+// and notes that p arrived for it.
+func (g *generation) progressHandler(p *mcp.ProgressNotificationParams) func(*mcp.ProgressNotificationParams) {
+	s, ok := p.ProgressToken.(string)
 	if !ok {
 		return nil
 	}
@@ -379,6 +386,10 @@ func (g *generation) progressHandler(tok any) func(*mcp.ProgressNotificationPara
 	select {
 	case e.seen <- struct{}{}:
 	default:
+	}
+	if p.Total > 0 && p.Progress >= p.Total && !e.done {
+		e.done = true
+		close(e.complete)
 	}
 	return e.fn
 }

@@ -197,7 +197,7 @@ func (s *Supervisor) onProgress(g *generation, p *mcp.ProgressNotificationParams
 	if p == nil {
 		return
 	}
-	if fn := g.progressHandler(p.ProgressToken); fn != nil {
+	if fn := g.progressHandler(p); fn != nil {
 		hostNotify(s, g, func() { fn(p) })
 		return
 	}
