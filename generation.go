@@ -324,6 +324,7 @@ type progressEntry struct {
 	// complete is closed when a notification reached its total.
 	complete chan struct{}
 	done     bool // complete is closed; guarded by the generation's callsMu
+	totaled  bool // a notification named a total; guarded likewise
 }
 
 // Progress that the server sent before its reply may still be in the
@@ -355,7 +356,14 @@ func (g *generation) removeProgress(tok string) {
 			case <-e.complete:
 				break wait
 			case <-quiet.C:
-				break wait
+				// A progress with a total that was not reached yet is
+				// worth the wait up to the limit; one without is done.
+				g.callsMu.Lock()
+				totaled := e.totaled
+				g.callsMu.Unlock()
+				if !totaled {
+					break wait
+				}
 			case <-limit.C:
 				break wait
 			case <-g.ctx.Done():
@@ -370,28 +378,35 @@ func (g *generation) removeProgress(tok string) {
 	g.callsMu.Unlock()
 }
 
-// progressHandler returns the handler of a live call's token, or nil,
-// and notes that p arrived for it.
-func (g *generation) progressHandler(p *mcp.ProgressNotificationParams) func(*mcp.ProgressNotificationParams) {
+// progressHandler returns the entry of a live call's token, or nil; the
+// caller delivers p to e.fn, then reports it with delivered.
+func (g *generation) progressHandler(p *mcp.ProgressNotificationParams) *progressEntry {
 	s, ok := p.ProgressToken.(string)
 	if !ok {
 		return nil
 	}
 	g.callsMu.Lock()
 	defer g.callsMu.Unlock()
-	e := g.progress[s]
-	if e == nil {
-		return nil
-	}
+	return g.progress[s]
+}
+
+// delivered reports that p reached e's handler: the request's wait for its
+// queued progress (removeProgress) goes on only once it has, so a request
+// never returns while its last step is still on its way.
+func (g *generation) delivered(e *progressEntry, p *mcp.ProgressNotificationParams) {
 	select {
 	case e.seen <- struct{}{}:
 	default:
+	}
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if p.Total > 0 {
+		e.totaled = true
 	}
 	if p.Total > 0 && p.Progress >= p.Total && !e.done {
 		e.done = true
 		close(e.complete)
 	}
-	return e.fn
 }
 
 func (g *generation) addCall(cancel context.CancelFunc) (uint64, bool) {

@@ -197,8 +197,9 @@ func (s *Supervisor) onProgress(g *generation, p *mcp.ProgressNotificationParams
 	if p == nil {
 		return
 	}
-	if fn := g.progressHandler(p); fn != nil {
-		hostNotify(s, g, func() { fn(p) })
+	if e := g.progressHandler(p); e != nil {
+		hostNotify(s, g, func() { e.fn(p) })
+		g.delivered(e, p)
 		return
 	}
 	if h := s.opts.Host.Progress; h != nil {

@@ -139,6 +139,9 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			b.answer(req.Params.InputResponses)
 		} else {
 			b = bs.open(server)
+			// The round is set before the server's call starts: its first
+			// progress may come at once.
+			b.setRound(ctx, req.Session, progressRelay(ctx, req), requestLevel(req))
 			go func() {
 				start := time.Now()
 				res, err := pool.Call(b.ctx, public, args, &mcpkeep.CallOptions{Progress: b.relay, LogLevel: requestLevel(req)})
