@@ -2,6 +2,7 @@ package benchsuite
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -18,15 +19,13 @@ func BenchmarkCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.close()
-	cancellable, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for _, v := range []struct {
-		name string
-		ctx  context.Context
-	}{{"background", context.Background()}, {"cancellable", cancellable}} {
+	vs, stop := callerCtxs()
+	defer stop()
+	for _, v := range vs {
 		var err error
-		b.Run(v.name+"/direct", e.benchDirect(v.ctx, &err))
-		b.Run(v.name+"/supervised", e.benchSupervised(v.ctx, &err))
+		name := strings.ReplaceAll(v.name, " ", "_")
+		b.Run(name+"/direct", e.benchDirect(v, &err))
+		b.Run(name+"/supervised", e.benchSupervised(v, &err))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -61,12 +61,41 @@ func newCallEnv(ctx context.Context) (*callEnv, error) {
 
 var echoArgs = map[string]any{"text": "x"}
 
+// callerCtx is a caller's context variant: ctx returns the context of one
+// call and what to do after it.
+type callerCtx struct {
+	name string
+	ctx  func() (context.Context, context.CancelFunc)
+}
+
+// callerCtxs are the variants of section 3: a context that can never be
+// cancelled, one cancellable context the caller keeps for every call,
+// and a fresh cancellable one per call (as a server handling requests
+// has: the proxy's calls carry the host request's context). Each side
+// makes the fresh one itself, so the difference stays the supervisor's.
+func callerCtxs() (vs []callerCtx, stop func()) {
+	kept, cancel := context.WithCancel(context.Background())
+	parent, cancelParent := context.WithCancel(context.Background())
+	none := func() {}
+	return []callerCtx{
+			{"background", func() (context.Context, context.CancelFunc) { return context.Background(), none }},
+			{"cancellable", func() (context.Context, context.CancelFunc) { return kept, none }},
+			{"fresh cancellable", func() (context.Context, context.CancelFunc) { return context.WithCancel(parent) }},
+		}, func() {
+			cancel()
+			cancelParent()
+		}
+}
+
 // benchDirect is ClientSession.CallTool.
-func (e *callEnv) benchDirect(ctx context.Context, errp *error) func(*testing.B) {
+func (e *callEnv) benchDirect(v callerCtx, errp *error) func(*testing.B) {
 	return func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoArgs}); err != nil {
+			ctx, cancel := v.ctx()
+			_, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoArgs})
+			cancel()
+			if err != nil {
 				*errp = err
 				return
 			}
@@ -75,11 +104,14 @@ func (e *callEnv) benchDirect(ctx context.Context, errp *error) func(*testing.B)
 }
 
 // benchSupervised is Supervisor.Call.
-func (e *callEnv) benchSupervised(ctx context.Context, errp *error) func(*testing.B) {
+func (e *callEnv) benchSupervised(v callerCtx, errp *error) func(*testing.B) {
 	return func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := e.s.Call(ctx, "echo", echoArgs, nil); err != nil {
+			ctx, cancel := v.ctx()
+			_, err := e.s.Call(ctx, "echo", echoArgs, nil)
+			cancel()
+			if err != nil {
 				*errp = err
 				return
 			}
@@ -145,15 +177,12 @@ func runCalls(ctx context.Context, cfg Config) ([]callResult, error) {
 		return nil, err
 	}
 	defer e.close()
-	cancellable, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	vs, stop := callerCtxs()
+	defer stop()
 	var out []callResult
-	for _, v := range []struct {
-		name string
-		ctx  context.Context
-	}{{"background", context.Background()}, {"cancellable", cancellable}} {
+	for _, v := range vs {
 		var err error
-		d, s, perr := pair(cfg.Rounds, e.benchDirect(v.ctx, &err), e.benchSupervised(v.ctx, &err), &err)
+		d, s, perr := pair(cfg.Rounds, e.benchDirect(v, &err), e.benchSupervised(v, &err), &err)
 		if perr != nil {
 			return nil, fmt.Errorf("%s: %w", v.name, perr)
 		}

@@ -1,7 +1,13 @@
-// Package benchsuite is mcpkeep's benchmark suite (issue 9): detection,
-// recovery, call overhead, soak, scale and FSM step cost, each measured
+// Package benchsuite is mcpkeep's benchmark suite (issues 9 and 16):
+// detection, recovery, call overhead, soak, scale, FSM step cost, the
+// proxy hop, its relays of progress and sampling, the startup of a proxy
+// of many servers, and the binary's size and `go run` time, each measured
 // beside its comparison in the same run. `make bench` runs it through
-// cmd/benchsuite, which prints the table and writes docs/benchmarks.md.
+// cmd/benchsuite, which prints the table and writes docs/benchmarks.md;
+// its -only flag runs some sections (Sections) without writing the file.
+// The proxy sections build ./cmd/mcpkeep once per run, with package probe
+// added at build time (go build -overlay), so the suite can read the
+// proxy's allocations, CPU time and profile.
 //
 // Every figure is what was measured; a figure that misses its target is
 // reported MISSED with the reason the suite found, and the target is never

@@ -96,12 +96,16 @@ func (r *rig) close() {
 }
 
 // newClient is a client configured like the supervisor's: the same
-// identity (the server decodes clientInfo from every request's _meta, and
-// a one-byte string decodes without allocating, so even the version string
-// shows in allocs/op), and a list_changed handler, which makes the SDK
-// hold a subscriptions/listen stream open as the supervisor's does.
+// identity and capabilities (none: a supervisor without host handlers
+// declares none; on 2026-07-28 the server decodes clientInfo and the
+// capabilities from every request's _meta, and a one-byte string decodes
+// without allocating, so even the version string shows in allocs/op, and
+// the SDK's default roots capability costs 18 allocations a call), and a
+// list_changed handler, which makes the SDK hold a subscriptions/listen
+// stream open as the supervisor's does.
 func newClient() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "mcpkeep", Version: mcpkeep.Version}, &mcp.ClientOptions{
+		Capabilities:           &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
 	})
 }

@@ -2,6 +2,7 @@ package benchsuite
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -102,21 +103,18 @@ func detectionRows(rep *Report, sr *stdioResult) {
 
 func recoveryRows(rep *Report, sr *stdioResult) {
 	rec := pick(sr.plain, func(s crashSample) time.Duration { return s.callOK - s.exit - retryDelay })
+	v, c := rec.pct(50), sr.coldCall.pct(50)
+	row := Row{Section: secRecovery, Metric: fmt.Sprintf("exit → next call OK, minus the %s delay, p50 (n=%d)", fmtDur(retryDelay), len(rec)),
+		Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect + its first call %s (n=%d)", fmtDur(c), len(sr.coldCall)),
+		Ratio: fmtRatio(ms(v), ms(c)), Target: "ratio ≤ 1.05"}
+	row.Verdict, row.Reason = verdict(ms(v) <= 1.05*ms(c), recoveryReason(sr))
+	rep.add(row)
 	for _, p := range []float64{50, 99} {
 		v, c := rec.pct(p), sr.cold.pct(p)
-		row := Row{Section: secRecovery, Metric: fmt.Sprintf("exit → next call OK, minus the %s delay, p%.0f (n=%d)", fmtDur(retryDelay), p, len(rec)),
-			Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect %s (n=%d)", fmtDur(c), len(sr.cold)),
-			Ratio: fmtRatio(ms(v), ms(c)), Target: "—", Verdict: Info}
-		if p == 50 {
-			row.Target = "ratio ≤ 1.10"
-			row.Verdict, row.Reason = verdict(ms(v) <= 1.10*ms(c), recoveryReason(sr))
-		}
-		rep.add(row)
+		rep.add(Row{Section: secRecovery, Metric: fmt.Sprintf("the same, p%.0f, beside a cold connect alone (no call)", p),
+			Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect %s", fmtDur(c)),
+			Ratio: fmtRatio(ms(v), ms(c)), Target: "—", Verdict: Info})
 	}
-	v, c := rec.pct(50), sr.coldCall.pct(50)
-	rep.add(Row{Section: secRecovery, Metric: "the same, p50, beside a cold connect and its first call",
-		Mcpkeep: fmtDur(v), Comparison: "cold connect + call " + fmtDur(c),
-		Ratio: fmtRatio(ms(v), ms(c)), Target: "—", Verdict: Info})
 	ph := phases(sr.plain)
 	rep.add(Row{Section: secRecovery, Metric: "p50 phases: exit→lost / barrier / delay overrun to Open / spawn / handshake+list+swap / call",
 		Mcpkeep: fmt.Sprintf("%s / %s / %s / %s / %s / %s", fmtDur(ph[0]), fmtDur(ph[1]), fmtDur(ph[2]), fmtDur(ph[3]),
@@ -130,7 +128,8 @@ func recoveryRows(rep *Report, sr *stdioResult) {
 		"would reconnect: transport.Stdio Open (spawn), mcp.Client.Connect (handshake) and tools/list, then (timed "+
 		"apart) its first `echo` call. Phases (p50 of each): exit → lost; lost → backing-off (close barrier: child "+
 		"reaped, group gone); backing-off → the attempt calls Opener.Open, minus the delay (the retry timer's overrun "+
-		"and the attempt's start); Open (spawn); Open's return → established (handshake, tools/list, swap); "+
+		"and the attempt's start); Open (spawn); Open's return → established (handshake, every list the server "+
+		"offers: tools, prompts, resources, templates; the swap); "+
 		"established → the call returned (wake-up and one round trip). The bare AfterFunc overrun is a "+
 		"time.AfterFunc(%s) handing its time to a waiting goroutine, measured from an idle process (p50 of %d). "+
 		"The cold connect starts after a %s sleep, "+
@@ -171,15 +170,42 @@ func coldCall(sr *stdioResult) durations {
 	return out
 }
 
+// recoveryReason says where the time over a cold connect and its first
+// call goes: the phases a cold connect does not have, and each common
+// phase's excess over its cold counterpart; what is left is the
+// supervisor's own share beyond the machine's timer overrun.
 func recoveryReason(sr *stdioResult) string {
 	ph := phases(sr.plain)
-	return fmt.Sprintf("a cold connect of this fixture takes only %s, so fixed costs weigh: at p50 the loss is seen %s "+
-		"after the exit, the barrier takes %s, Open starts %s after the delay (a bare time.AfterFunc overruns by %s "+
-		"here); spawn %s (cold %s), handshake+list+swap %s (cold handshake+list %s); the call %s (a cold connect's "+
-		"first call %s)",
-		fmtDur(sr.cold.pct(50)), fmtDur(ph[0]), fmtDur(ph[1]), fmtDur(ph[2]), fmtDur(sr.timerOverrun.pct(50)),
-		fmtDur(ph[3]), fmtDur(sr.coldOpen.pct(50)), fmtDur(ph[4]), fmtDur(coldHandshake(sr).pct(50)),
-		fmtDur(ph[5]), fmtDur(coldCall(sr).pct(50)))
+	coldSpawn, coldHS, coldC := sr.coldOpen.pct(50), coldHandshake(sr).pct(50), coldCall(sr).pct(50)
+	over := sr.timerOverrun.pct(50)
+	extra := []struct {
+		what string
+		d    time.Duration
+	}{
+		{"the loss seen after the exit", ph[0]},
+		{"the close barrier", ph[1]},
+		{fmt.Sprintf("the retry timer's overrun to Open (a bare time.AfterFunc overruns %s here)", fmtDur(over)), ph[2]},
+		{fmt.Sprintf("spawn over the cold one's %s", fmtDur(coldSpawn)), ph[3] - coldSpawn},
+		{fmt.Sprintf("handshake, every list (tools, prompts, resources, templates) and the swap over the cold handshake and tools/list's %s", fmtDur(coldHS)), ph[4] - coldHS},
+		{fmt.Sprintf("the call after established over a cold connect's first call (%s)", fmtDur(coldC)), ph[5] - coldC},
+	}
+	var parts []string
+	var sum time.Duration
+	for _, e := range extra {
+		parts = append(parts, fmt.Sprintf("%s %s", e.what, signedDur(e.d)))
+		sum += e.d
+	}
+	c := sr.coldCall.pct(50)
+	return fmt.Sprintf("over the cold connect and its first call (%s; 5%% is %s) the supervised recovery spends, at p50 of each phase: %s; "+
+		"in all %s, of which %s beyond the machine's own timer overrun is the supervisor's share",
+		fmtDur(c), fmtDur(c/20), strings.Join(parts, "; "), signedDur(sum), signedDur(sum-over))
+}
+
+func signedDur(d time.Duration) string {
+	if d < 0 {
+		return fmtDur(d)
+	}
+	return "+" + fmtDur(d)
 }
 
 func callRows(rep *Report, cr []callResult, cfg Config) {
@@ -196,15 +222,33 @@ func callRows(rep *Report, cr []callResult, cfg Config) {
 			Mcpkeep:    fmt.Sprintf("%.1f (%.0f B)", c.supervised.allocsPerOp, c.supervised.bytesPerOp),
 			Comparison: fmt.Sprintf("direct %.1f (%.0f B)", c.direct.allocsPerOp, c.direct.bytesPerOp),
 			Ratio:      fmt.Sprintf("%+.1f", extra), Target: "≤ +2",
-			Verdict: pickVerdict(extra <= 2), Reason: fmt.Sprintf("%.1f extra allocations per call", extra)})
+			Verdict: pickVerdict(extra <= 2), Reason: allocReason(c.name, extra)})
 	}
 	rep.note(secCall, "call_bench_test.go's comparison through testing.Benchmark: one supervisor and one direct "+
 		"ClientSession (configured like the supervisor's, tools listed first), each over a transport.Memory server "+
 		"with the tool echo; %d alternating rounds (ABBA) of %s each: ns/op of the median round, allocations and bytes "+
 		"over all rounds' calls. The direct client "+
-		"carries the supervisor's identity (mcpkeep/%s): the server decodes clientInfo from every request's _meta, "+
-		"and a one-byte version string decodes without allocating, which alone would shift allocs/op by 2. The "+
-		"background caller context can never be cancelled; the cancellable one can.", cfg.Rounds, cfg.BenchTime, mcpkeep.Version)
+		"carries the supervisor's identity (mcpkeep/%s) and capabilities (none declared, as a supervisor without "+
+		"host handlers): on protocol 2026-07-28 the server decodes clientInfo and the capabilities from every "+
+		"request's _meta, so either one differing shifts allocs/op (a one-byte version string decodes without "+
+		"allocating; the SDK's default roots capability costs 18 allocations a call). The background caller context "+
+		"can never be cancelled; the cancellable one can and is kept for every call, as a caller with a context of "+
+		"its own does; the fresh one is a new context.WithCancel per call on both sides (as the proxy's calls, each "+
+		"with its host request's context), made and cancelled around each call on both sides alike.", cfg.Rounds, cfg.BenchTime, mcpkeep.Version)
+}
+
+// allocReason explains a call variant's extra allocations.
+func allocReason(variant string, extra float64) string {
+	r := fmt.Sprintf("%.1f extra allocations per call", extra)
+	if strings.HasPrefix(variant, "fresh") {
+		r += ": each call's context is new, so watching it for the caller's cancellation (one context.AfterFunc, 2 " +
+			"allocations) also makes it that context's first child, and the context package makes its children map " +
+			"(2 more); a direct CallTool registers nothing on the caller's context. The only way to none is to cut " +
+			"the calls at a generation's end at the connection (the SDK retires every call when its reader stops) " +
+			"and give the SDK the caller's context as it is: that is a wrapper of the transport at Connect, outside " +
+			"the call path"
+	}
+	return r
 }
 
 // usRange is "median µs (min–max)".

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"time"
 )
@@ -28,8 +29,57 @@ type Config struct {
 	// Rounds of each micro-benchmark pair, alternating; BenchTime each.
 	Rounds    int
 	BenchTime time.Duration
+	// ProxyCalls echo calls per path in section 7; RelayCalls calls per
+	// path of each relay in section 8.
+	ProxyCalls, RelayCalls int
+	// StartupServers is the proxy's fleet in section 9, StartupRuns the
+	// number of its cold starts (each beside a direct one).
+	StartupServers, StartupRuns int
+	// DemoFreshCache runs section 10's `go run ./cmd/mcpkeep demo` on a
+	// fresh module cache (downloads every module); false: warm only.
+	DemoFreshCache bool
+	// ProfileDir, when set, receives a CPU profile of the proxy under
+	// load (section 7) and its `go tool pprof -top`.
+	ProfileDir string
+	// Only, when not empty, runs these sections only (see Sections).
+	Only []string
 	// Progress receives one line per step; nil is silent.
 	Progress io.Writer
+}
+
+// Sections are the keys Config.Only accepts (a section's number works
+// too): detection and recovery run together.
+var Sections = []string{"detection", "recovery", "call", "soak", "scale", "fsm", "proxy", "relay", "startup", "binary"}
+
+// wants reports whether section key runs.
+func (c Config) wants(key string) bool {
+	if len(c.Only) == 0 {
+		return true
+	}
+	for i, k := range Sections {
+		if k == key {
+			for _, o := range c.Only {
+				if o == k || o == fmt.Sprint(i+1) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// CheckOnly rejects section names Config.Only does not know.
+func CheckOnly(only []string) error {
+	for _, o := range only {
+		ok := false
+		for i, k := range Sections {
+			ok = ok || o == k || o == fmt.Sprint(i+1)
+		}
+		if !ok {
+			return fmt.Errorf("unknown section %q (want one of %v, or its number)", o, Sections)
+		}
+	}
+	return nil
 }
 
 // Default is the full suite.
@@ -44,6 +94,11 @@ func Default() Config {
 		ScaleDelay:           time.Second,
 		Rounds:               10,
 		BenchTime:            time.Second,
+		ProxyCalls:           2000,
+		RelayCalls:           200,
+		StartupServers:       50,
+		StartupRuns:          5,
+		DemoFreshCache:       true,
 	}
 }
 
@@ -61,6 +116,10 @@ const (
 	secSoak     = "4 soak"
 	secScale    = "5 scale"
 	secFSM      = "6 fsm step"
+	secProxy    = "7 proxy hop"
+	secRelay    = "8 relay"
+	secStartup  = "9 startup"
+	secBinary   = "10 binary"
 )
 
 // Run runs every section and returns the report. It needs the fixture
@@ -75,43 +134,116 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	// The micro-benchmarks first, on a quiet process.
-	cfg.progress("section 6: FSM step cost")
-	fr, err := runFSM(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("fsm: %w", err)
+	var (
+		fr  fsmResult
+		cr  []callResult
+		sr  *stdioResult
+		ms  *memSoakResult
+		ps  *procSoakResult
+		sc  *scaleResult
+		hr  *hopResult
+		rr  *relayResult
+		st  *startupResult
+		br  *binaryResult
+		err error
+	)
+	if cfg.wants("fsm") {
+		cfg.progress("section 6: FSM step cost")
+		if fr, err = runFSM(cfg); err != nil {
+			return nil, fmt.Errorf("fsm: %w", err)
+		}
 	}
-	cfg.progress("section 3: call overhead")
-	cr, err := runCalls(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("call overhead: %w", err)
+	if cfg.wants("call") {
+		cfg.progress("section 3: call overhead")
+		if cr, err = runCalls(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("call overhead: %w", err)
+		}
 	}
 	runtime.GC()
-	cfg.progress("sections 1 and 2: detection and recovery (real processes)")
-	sr, err := runStdio(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("detection/recovery: %w", err)
+	if cfg.wants("detection") || cfg.wants("recovery") {
+		cfg.progress("sections 1 and 2: detection and recovery (real processes)")
+		if sr, err = runStdio(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("detection/recovery: %w", err)
+		}
 	}
-	cfg.progress("section 4: soak")
-	ms, err := runMemSoak(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("in-memory soak: %w", err)
+	if cfg.wants("soak") {
+		cfg.progress("section 4: soak")
+		if ms, err = runMemSoak(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("in-memory soak: %w", err)
+		}
+		if ps, err = runProcSoak(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("process soak: %w", err)
+		}
 	}
-	ps, err := runProcSoak(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("process soak: %w", err)
+	if cfg.wants("scale") {
+		cfg.progress("section 5: scale")
+		if sc, err = runScale(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("scale: %w", err)
+		}
 	}
-	cfg.progress("section 5: scale")
-	sc, err := runScale(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("scale: %w", err)
+	if cfg.wants("proxy") || cfg.wants("relay") || cfg.wants("startup") {
+		dir, err := os.MkdirTemp("", "mcpkeep-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.progress("sections 7 to 9: building ./cmd/mcpkeep for the proxy rows")
+		b, err := buildProxy(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.wants("proxy") || cfg.wants("relay") {
+			cfg.progress("sections 7 and 8: proxy hop and relays")
+			if hr, rr, err = runProxyHop(ctx, cfg, b, cfg.wants("relay")); err != nil {
+				return nil, fmt.Errorf("proxy hop: %w", err)
+			}
+		}
+		if cfg.wants("startup") {
+			cfg.progress("section 9: startup of %d servers", cfg.StartupServers)
+			if st, err = runStartup(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("startup: %w", err)
+			}
+		}
+	}
+	if cfg.wants("binary") {
+		cfg.progress("section 10: binary size and go run demo")
+		if br, err = runBinary(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("binary: %w", err)
+		}
 	}
 
-	detectionRows(rep, sr)
-	recoveryRows(rep, sr)
-	callRows(rep, cr, cfg)
-	soakRows(rep, ms, ps)
-	scaleRows(rep, sc)
-	fsmRows(rep, fr, cfg)
+	if sr != nil {
+		if cfg.wants("detection") {
+			detectionRows(rep, sr)
+		}
+		if cfg.wants("recovery") {
+			recoveryRows(rep, sr)
+		}
+	}
+	if cr != nil {
+		callRows(rep, cr, cfg)
+	}
+	if ms != nil {
+		soakRows(rep, ms, ps)
+	}
+	if sc != nil {
+		scaleRows(rep, sc)
+	}
+	if cfg.wants("fsm") {
+		fsmRows(rep, fr, cfg)
+	}
+	if hr != nil && cfg.wants("proxy") {
+		proxyRows(rep, hr, cfg)
+	}
+	if rr != nil {
+		relayRows(rep, rr, cfg)
+	}
+	if st != nil {
+		startupRows(rep, st)
+	}
+	if br != nil {
+		binaryRows(rep, br)
+	}
 	rep.Wall = time.Since(t0)
 	return rep, nil
 }

@@ -174,3 +174,57 @@ func TestSmokeProcesses(t *testing.T) {
 		t.Errorf("process soak: %+v", *ps)
 	}
 }
+
+// A small run of the proxy sections: builds ./cmd/mcpkeep, and the test
+// binary is the fixture (main_test.go).
+func TestSmokeProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ./cmd/mcpkeep")
+	}
+	ctx := context.Background()
+	b, err := buildProxy(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{ProxyCalls: 20, RelayCalls: 5, StartupServers: 3, StartupRuns: 1}
+	hr, rr, err := runProxyHop(ctx, cfg, b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hr.calls[0]) != 20 || len(hr.calls[1]) != 20 || hr.proxy.allocs <= 0 || hr.directServer.allocs <= 0 {
+		t.Errorf("hop: %d + %d calls, %.1f allocations per relayed call, %.1f in the fixture", len(hr.calls[0]), len(hr.calls[1]), hr.proxy.allocs, hr.directServer.allocs)
+	}
+	if len(rr.protos) != 2 || rr.sampleAnswered[0] != 10 || rr.sampleAnswered[1] != 10 {
+		t.Errorf("relay: protocols %v, sampling answered %v", rr.protos, rr.sampleAnswered)
+	}
+	for _, pr := range rr.progress {
+		if pr.got[0] != pr.sent[0] || len(pr.first[0]) != 5 {
+			t.Errorf("direct progress: %d of %d", pr.got[0], pr.sent[0])
+		}
+	}
+	st, err := runStartup(ctx, cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.proxy) != 1 || len(st.direct) != 1 || st.tools == 0 {
+		t.Errorf("startup: %+v", *st)
+	}
+}
+
+func TestOnly(t *testing.T) {
+	if err := CheckOnly([]string{"proxy", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOnly([]string{"nope"}); err == nil {
+		t.Fatal("an unknown section was accepted")
+	}
+	cfg := Config{Only: []string{"relay", "3"}}
+	for key, want := range map[string]bool{"relay": true, "call": true, "proxy": false, "detection": false} {
+		if cfg.wants(key) != want {
+			t.Errorf("wants(%q) = %v", key, !want)
+		}
+	}
+	if !(Config{}).wants("binary") {
+		t.Error("no filter must run everything")
+	}
+}
