@@ -54,7 +54,9 @@ func TestStdioGroupThatNeverEmpties(t *testing.T) {
 	}
 	s := &Stdio{
 		Command: path, Args: args, Env: m,
-		StdinGrace: 50 * time.Millisecond, TermGrace: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond,
+		// The stdin grace is long enough for the child to exit on its own
+		// on a loaded machine (the status says so), the others short.
+		StdinGrace: 500 * time.Millisecond, TermGrace: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond,
 		hooks: &stdioHooks{groupAlive: func(int) bool { return true }},
 	}
 	gen, err := s.Open(context.Background(), 1)
