@@ -37,11 +37,12 @@ demo:
 	$(GO) run ./cmd/mcpkeep demo
 
 # Interop with the reference TypeScript server (needs node, npm and the npm
-# registry): installs @modelcontextprotocol/server-everything into a
+# registry): installs @modelcontextprotocol/server-everything (pinned, so a
+# new release cannot change the reference under CI) into a
 # temporary directory and drives it directly, through `mcpkeep run` and
 # through `mcpkeep proxy`, comparing every feature (cmd/mcpkeep/interop_test.go).
 .PHONY: interop
-INTEROP_PKG := @modelcontextprotocol/server-everything
+INTEROP_PKG := @modelcontextprotocol/server-everything@2026.8.31
 interop:
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make interop: node and npm must be on PATH" >&2; exit 1; }
 	@dir=$$(mktemp -d "$${TMPDIR:-/tmp}/mcpkeep-interop.XXXXXX") && trap 'rm -rf "$$dir"' EXIT && \
