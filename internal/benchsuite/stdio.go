@@ -97,9 +97,11 @@ func crashCycle(ctx context.Context, r *rig, mark *exitMark, ol *openLog) (crash
 }
 
 // coldConnect is what a host does without mcpkeep to (re)connect the same
-// server: spawn it (the same transport.Stdio), handshake, list its tools;
-// then, timed apart, its first call. The teardown is not timed.
-func coldConnect(ctx context.Context, st *transport.Stdio, gen uint64) (open, connect, firstCall time.Duration, err error) {
+// server: spawn it (the same transport.Stdio), handshake, list its tools
+// (with all, every kind a supervisor lists: prompts, resources and
+// templates too); then, timed apart, its first call. The teardown is not
+// timed.
+func coldConnect(ctx context.Context, st *transport.Stdio, gen uint64, all bool) (open, connect, firstCall time.Duration, err error) {
 	ctx, cancel := within(ctx)
 	defer cancel()
 	client := newClient()
@@ -123,6 +125,23 @@ func coldConnect(ctx context.Context, st *transport.Stdio, gen uint64) (open, co
 	defer cs.Close()
 	if _, err := listAll(ctx, cs); err != nil {
 		return 0, 0, 0, err
+	}
+	if all {
+		for _, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		for _, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		for _, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				return 0, 0, 0, err
+			}
+		}
 	}
 	connect = time.Since(t0)
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoArgs}); err != nil {
@@ -275,6 +294,8 @@ type stdioResult struct {
 	plain, grand       []crashSample
 	coldOpen           durations
 	cold, coldCall     durations
+	coldAll            durations // a cold connect listing every kind (as the supervisor does)
+	coldAllCall        durations // ... and its first call
 	timerOverrun       durations // a bare time.AfterFunc(retryDelay) from idle
 	transPlain         durations // SDK over transport.Stdio, no supervisor
 	transGrand         durations
@@ -310,12 +331,20 @@ func runStdio(ctx context.Context, cfg Config) (*stdioResult, error) {
 		// supervisor's connect starts after the retry delay's idle: on a
 		// VM an idle vCPU wakes slowly, and that is not the supervisor's.
 		time.Sleep(retryDelay)
-		do, d, dc, err := coldConnect(ctx, coldStdio, uint64(i+1))
+		do, d, dc, err := coldConnect(ctx, coldStdio, uint64(2*i+1), false)
 		if err != nil {
 			r.close()
 			return nil, fmt.Errorf("cold connect %d: %w", i, err)
 		}
 		res.coldOpen, res.cold, res.coldCall = append(res.coldOpen, do), append(res.cold, d), append(res.coldCall, dc)
+		// ... and one that lists every kind, as the supervisor does.
+		time.Sleep(retryDelay)
+		_, d, dc, err = coldConnect(ctx, coldStdio, uint64(2*i+2), true)
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("cold connect (all lists) %d: %w", i, err)
+		}
+		res.coldAll, res.coldAllCall = append(res.coldAll, d), append(res.coldAllCall, dc)
 		if (i+1)%50 == 0 {
 			cfg.progress("  plain: %d/%d crash cycles", i+1, cfg.Crashes)
 		}
