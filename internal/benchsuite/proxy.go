@@ -91,7 +91,7 @@ func buildProxy(ctx context.Context, dir string) (*proxyBuild, error) {
 }
 
 // fixtureServer is a config entry running this program as the fixture;
-// a probe file, when set, makes the fixture serve its probe.
+// a probe file, when not empty, makes the fixture serve its probe.
 func fixtureServer(probeFile string) map[string]any {
 	path, args, envList := fixture.Command("normal")
 	env := map[string]string{}
@@ -99,9 +99,9 @@ func fixtureServer(probeFile string) map[string]any {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	if probeFile != "" {
-		env[probe.Env] = probeFile
-	}
+	// Set even when empty: the proxy's own probe variable must not reach
+	// its servers.
+	env[probe.Env] = probeFile
 	return map[string]any{"command": path, "args": args, "env": env}
 }
 
