@@ -560,7 +560,7 @@ func profileProxy(ctx context.Context, cfg Config, b *proxyBuild, p *path, res *
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	res.profileSecs = 5
+	res.profileSecs = 3
 	type got struct {
 		b   []byte
 		err error

@@ -94,7 +94,7 @@ func Default() Config {
 		ScaleDelay:           time.Second,
 		Rounds:               10,
 		BenchTime:            time.Second,
-		ProxyCalls:           2000,
+		ProxyCalls:           1500,
 		RelayCalls:           200,
 		StartupServers:       50,
 		StartupRuns:          5,
