@@ -141,10 +141,19 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			b = bs.open(server)
 			// The round is set before the server's call starts: its first
 			// progress may come at once.
-			b.setRound(ctx, req.Session, progressRelay(ctx, req), requestLevel(req))
+			relay := progressRelay(ctx, req)
+			b.setRound(ctx, req.Session, relay, requestLevel(req))
+			// A request with a progress handler waits, before it returns,
+			// for what the server sent just before its reply (progress,
+			// and the log messages of a per-request level): only a host
+			// that asked for either pays that wait.
+			opts := &mcpkeep.CallOptions{LogLevel: requestLevel(req)}
+			if relay != nil || opts.LogLevel != "" {
+				opts.Progress = b.relay
+			}
 			go func() {
 				start := time.Now()
-				res, err := pool.Call(b.ctx, public, args, &mcpkeep.CallOptions{Progress: b.relay, LogLevel: requestLevel(req)})
+				res, err := pool.Call(b.ctx, public, args, opts)
 				u.ops.observeRequest(server, "tools/call", start, err)
 				b.done <- outcome{res, err}
 			}()
