@@ -76,8 +76,36 @@ func detectionRows(rep *Report, sr *stdioResult) {
 			rep.add(row)
 		}
 		e := pick(srv.mk, fromExit)
-		rep.add(Row{Section: secDetect, Metric: fmt.Sprintf("%s: of which after the exit report, p50 / p99", srv.name),
-			Mcpkeep: fmtDur(e.pct(50)) + " / " + fmtDur(e.pct(99)), Target: "—", Verdict: Info})
+		if srv.caps == 0 {
+			// Issue 16's targets for a plain server: the exit seen within
+			// 150 µs (p50) and 1 ms (p99), and die sent → lost no slower
+			// than CommandTransport at p50.
+			why := "the child's exit report is read from its stderr before the exit itself; from it, the " +
+				"kernel's teardown of the fixture (0.5–0.6 ms here) comes first, then the zombie leader " +
+				"kept for the group-ID guarantee (docs/design.md §8, R27) makes every exit wait for a " +
+				"/proc scan of the group before the loss is handed on"
+			for _, q := range []struct {
+				p      float64
+				target time.Duration
+			}{{50, 150 * time.Microsecond}, {99, time.Millisecond}} {
+				v := e.pct(q.p)
+				row := Row{Section: secDetect, Metric: fmt.Sprintf("%s: exit report → lost, p%.0f", srv.name, q.p),
+					Mcpkeep: fmtDur(v), Target: "≤ " + fmtDur(q.target)}
+				row.Verdict, row.Reason = verdict(v <= q.target, why)
+				rep.add(row)
+			}
+			v, c := d.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)
+			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport", srv.name),
+				Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("CommandTransport %s", fmtDur(c)),
+				Ratio: fmtRatio(ms(v), ms(c)), Target: "ratio ≤ 1.00"}
+			row.Verdict, row.Reason = verdict(v <= c, "CommandTransport sees the loss when stdout closes; "+
+				"mcpkeep also waits for the stderr tail and the exit status (the loss log names them) and "+
+				"for the group probe: "+why)
+			rep.add(row)
+		} else {
+			rep.add(Row{Section: secDetect, Metric: fmt.Sprintf("%s: of which after the exit report, p50 / p99", srv.name),
+				Mcpkeep: fmtDur(e.pct(50)) + " / " + fmtDur(e.pct(99)), Target: "—", Verdict: Info})
+		}
 		t := sr.transPlain
 		if srv.caps > 0 {
 			t = sr.transGrand
