@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,7 +37,7 @@ func startListen(t *testing.T, cfg map[string]any, env []string, extra ...string
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"proxy", "--config", path, "--log-format", "json", "--listen", "127.0.0.1:0"}, extra...)
+	args := append([]string{"proxy", "--config", path, "--log-format", "json", "--log-level", "debug", "--listen", "127.0.0.1:0"}, extra...)
 	cmd := cliCommand(t, args...)
 	cmd.Env = append(cmd.Env, env...)
 	r := &listenRun{t: t, stderr: newNotifyingBuffer(), done: make(chan error, 1)}
@@ -46,12 +48,26 @@ func startListen(t *testing.T, cfg map[string]any, env []string, extra ...string
 	r.cmd = cmd.Process
 	go func() { r.done <- cmd.Wait() }()
 	t.Cleanup(func() {
+		// SIGTERM: requests in flight finish, the sessions close, every
+		// server is disposed, and the process exits 0 with no child left.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-r.done:
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("proxy exit after SIGTERM: %v, want 0", err)
+			}
 		case <-time.After(e2eDeadline):
 			_ = cmd.Process.Kill()
 			t.Errorf("proxy did not exit after SIGTERM")
+		}
+		pids := pidRE.FindAllStringSubmatch(r.stderr.String(), -1)
+		if len(pids) == 0 {
+			t.Errorf("no fixture process logged its start: nothing to check")
+		}
+		for _, m := range pids {
+			if pid, _ := strconv.Atoi(m[1]); fixture.Alive(pid) {
+				t.Errorf("fixture process %d outlived the proxy", pid)
+			}
 		}
 		if t.Failed() {
 			t.Logf("proxy stderr:\n%s", r.stderr)
