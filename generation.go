@@ -242,13 +242,6 @@ func (g *generation) end(sc callScope) {
 	}
 }
 
-// closeCall closes c's done channel with err, once.
-func (g *generation) closeCall(c *callCtx, err error) {
-	g.callsMu.Lock()
-	c.close(err)
-	g.callsMu.Unlock()
-}
-
 // reuseContexts reports whether this generation's requests get reused
 // contexts (callCtx), deciding once.
 func (g *generation) reuseContexts() bool {
