@@ -202,7 +202,6 @@ func TestCallCtxCallerEnds(t *testing.T) {
 	g := memGeneration(t)
 	a, cancelA := context.WithCancel(context.Background())
 	sc, _ := g.begin(a)
-	c := sc.c
 	cancelA()
 	select {
 	case <-sc.ctx.Done():
@@ -227,7 +226,7 @@ func TestCallCtxCallerEnds(t *testing.T) {
 	// Seen twice, it is; a free callCtx whose hooked context ends is
 	// retired.
 	sc, _ = g.begin(b)
-	c = sc.c
+	c := sc.c
 	g.end(sc)
 	if c.hookStop == nil {
 		t.Fatal("the hook of a kept context was stopped")
