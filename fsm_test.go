@@ -554,6 +554,31 @@ var raceTable = []raceRow{
 		wantSteps: []string{cDisp, dDone},
 	},
 	{
+		race: "R16", name: "Start whose context ends while connecting leaves a running supervisor the caller disposes",
+		noStart: true,
+		run: func(t *testing.T, h *harness, _ error) {
+			gate := make(chan struct{})
+			h.mem.Fault = onlyGen(1, transport.Fault{Gate: gate})
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() { errc <- h.sup.Start(ctx) }()
+			h.settle()
+			cancel()
+			h.settle()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Fatalf("Start = %v, want context.Canceled", err)
+			}
+			// Start's doc: the supervisor keeps running (its first attempt
+			// may still succeed); the caller owns it and must Dispose it.
+			h.wantState(fsm.Connecting)
+			close(gate)
+			h.settle()
+			h.wantState(fsm.Established)
+			callEcho(t, h)
+		},
+		wantSteps: []string{cEst, eDisp, dDone},
+	},
+	{
 		race: "R17", name: "manual reconnect from exhausted resets the budget",
 		fault: failFrom(2, transport.Fault{OpenErr: errBoom}),
 		run: func(t *testing.T, h *harness, _ error) {
