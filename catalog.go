@@ -130,14 +130,13 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 		if err := lc.opts.Sink.Replace(name, g.n, l.tools); err != nil {
 			errs = append(errs, err)
 		} else {
-			lc.counts.tools = len(l.tools)
+			lc.tools = len(l.tools)
 		}
 	}
 	if l.kinds&kindPrompts != 0 {
 		if err := cat.ReplacePrompts(name, g.n, l.prompts); err != nil {
 			errs = append(errs, err)
 		} else {
-			lc.counts.prompts = len(l.prompts)
 			lc.listed.prompts = l.prompts
 		}
 	}
@@ -145,13 +144,11 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 		if err := cat.ReplaceResources(name, g.n, l.resources); err != nil {
 			errs = append(errs, err)
 		} else {
-			lc.counts.resources = len(l.resources)
 			lc.listed.resources = l.resources
 		}
 		if err := cat.ReplaceTemplates(name, g.n, l.templates); err != nil {
 			errs = append(errs, err)
 		} else {
-			lc.counts.templates = len(l.templates)
 			lc.listed.templates = l.templates
 		}
 	}
@@ -167,9 +164,6 @@ func (lc *lifecycle) syncFailed(g *generation, kinds listKinds, err error) {
 	}
 	lc.log(slog.LevelWarn, msg, g, slog.Any("err", err))
 }
-
-// catalogCounts are the sizes of the registered lists (Snapshot).
-type catalogCounts struct{ tools, prompts, resources, templates int }
 
 // listedCatalog is the last registered prompts, resources and templates.
 type listedCatalog struct {

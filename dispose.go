@@ -66,7 +66,7 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 		stopTimer(&g.deferTimer)
 	}
 	lc.opts.Catalog.RemoveCatalog(lc.opts.Name)
-	lc.counts, lc.listed = catalogCounts{}, listedCatalog{}
+	lc.tools, lc.listed = 0, listedCatalog{}
 	if err == nil {
 		lc.s.releaseName(true)
 	} else {
@@ -95,5 +95,5 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 func (lc *lifecycle) unregister() {
 	lc.opts.Sink.Remove(lc.opts.Name)
 	lc.opts.Catalog.RemoveCatalog(lc.opts.Name)
-	lc.counts, lc.listed = catalogCounts{}, listedCatalog{}
+	lc.tools, lc.listed = 0, listedCatalog{}
 }

@@ -40,7 +40,7 @@ type lifecycle struct {
 	syncs int // tools syncs running, of any generation (drained waits for them)
 
 	lastErr   error
-	counts    catalogCounts // sizes of the registered lists
+	tools     int           // tools registered (the Sink keeps the lists)
 	listed    listedCatalog // the registered prompts, resources, templates
 	finished  bool          // the loop returns after this message
 	activated bool          // the activation outcome was reported to Start
@@ -99,8 +99,7 @@ func (lc *lifecycle) fire(ev fsm.Event, m message) (fsm.Transition, bool) {
 	f := lc.facts(m)
 	t, err := lc.m.Fire(ev, f)
 	if err != nil {
-		lc.drop()
-		fsm.Rejecting(lc.m.State(), ev, f, func(g fsm.Guard) { lc.rejected[g.Key].Add(1) })
+		lc.refuse(ev, f)
 		return t, false
 	}
 	return t, true
@@ -112,11 +111,16 @@ func (lc *lifecycle) fire(ev fsm.Event, m message) (fsm.Transition, bool) {
 func (lc *lifecycle) admits(ev fsm.Event, m message) bool {
 	f := lc.facts(m)
 	if _, err := fsm.Resolve(lc.m.State(), ev, f); err != nil {
-		lc.drop()
-		fsm.Rejecting(lc.m.State(), ev, f, func(g fsm.Guard) { lc.rejected[g.Key].Add(1) })
+		lc.refuse(ev, f)
 		return false
 	}
 	return true
+}
+
+// refuse counts the drop of ev and, per guard, what refused it.
+func (lc *lifecycle) refuse(ev fsm.Event, f fsm.Facts) {
+	lc.drop()
+	fsm.Rejecting(lc.m.State(), ev, f, func(g fsm.Guard) { lc.rejected[g.Key].Add(1) })
 }
 
 func (lc *lifecycle) drop() { lc.s.dropped.Add(1) }

@@ -111,8 +111,8 @@ func (p *Pool) Complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 // that starts later (a restarted generation gets it from its supervisor).
 // It returns the servers' errors joined.
 func (p *Pool) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	if !validLevel(level) {
-		return &OptionError{Field: "level", Rule: fmt.Sprintf("must be one of %v, got %q", logLevels, level)}
+	if err := checkLevel(level); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.mu.level = level

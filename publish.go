@@ -46,7 +46,7 @@ func (lc *lifecycle) publish() {
 		Server: lc.opts.Name, State: lc.m.State(), Gen: n,
 		Attempt: lc.budget.Attempt(), MaxAttempts: lc.opts.policy.MaxAttempts,
 		NextRetry: lc.nextRetry, LastErr: lc.lastErr, Started: true,
-		Tools: lc.counts.tools, Prompts: lc.counts.prompts, Resources: lc.counts.resources, Templates: lc.counts.templates,
+		Tools: lc.tools, Prompts: len(lc.listed.prompts), Resources: len(lc.listed.resources), Templates: len(lc.listed.templates),
 	}
 	s := lc.s
 	s.mu.Lock()

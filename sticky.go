@@ -104,8 +104,8 @@ func (s *Supervisor) UnsubscribeResource(ctx context.Context, uri string) error 
 // level is recorded and applied on recovery. A server that does not
 // advertise logging is not asked.
 func (s *Supervisor) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	if !validLevel(level) {
-		return &OptionError{Field: "level", Rule: fmt.Sprintf("must be one of %v, got %q", logLevels, level)}
+	if err := checkLevel(level); err != nil {
+		return err
 	}
 	s.sticky.Lock()
 	s.sticky.level = level
@@ -142,9 +142,17 @@ func (s *Supervisor) SetRoots(ctx context.Context, roots []*mcp.Root) error {
 	return nil
 }
 
-var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+// LoggingLevels are MCP's logging levels, from the most verbose to the
+// least.
+var LoggingLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-func validLevel(l mcp.LoggingLevel) bool { return slices.Contains(logLevels, l) }
+// checkLevel is SetLoggingLevel's check of its level, naming the field.
+func checkLevel(l mcp.LoggingLevel) error {
+	if slices.Contains(LoggingLevels, l) {
+		return nil
+	}
+	return &OptionError{Field: "level", Rule: fmt.Sprintf("must be one of %v, got %q", LoggingLevels, l)}
+}
 
 // levelKey is reconcile's key for a failed logging/setLevel (URIs are
 // never empty).

@@ -224,47 +224,33 @@ func (c *Catalog) Prompt(public string) (Prompt, bool) {
 
 // Prompts returns every server's prompts, sorted by public name.
 func (c *Catalog) Prompts() []Prompt {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []Prompt
-	for _, e := range c.servers {
-		out = append(out, e.prompts...)
-	}
-	slices.SortFunc(out, func(a, b Prompt) int { return strings.Compare(a.PublicName, b.PublicName) })
-	return out
+	return gather(c, func(e *catalogEntry) []Prompt { return e.prompts }, func(p Prompt) string { return p.Server })
 }
 
 // Resources returns every server's resources, sorted by URI, then server.
 func (c *Catalog) Resources() []Resource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []Resource
-	for _, e := range c.servers {
-		out = append(out, e.resources...)
-	}
-	slices.SortFunc(out, func(a, b Resource) int {
-		if n := strings.Compare(a.URI, b.URI); n != 0 {
-			return n
-		}
-		return strings.Compare(a.Server, b.Server)
-	})
-	return out
+	return gather(c, func(e *catalogEntry) []Resource { return e.resources }, func(r Resource) string { return r.Server })
 }
 
 // Templates returns every server's templates, sorted by URI template,
 // then server.
 func (c *Catalog) Templates() []Template {
+	return gather(c, func(e *catalogEntry) []Template { return e.templates }, func(t Template) string { return t.Server })
+}
+
+// gather lists one kind of every server, sorted by key, then server.
+func gather[T item](c *Catalog, list func(*catalogEntry) []T, server func(T) string) []T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Template
+	var out []T
 	for _, e := range c.servers {
-		out = append(out, e.templates...)
+		out = append(out, list(e)...)
 	}
-	slices.SortFunc(out, func(a, b Template) int {
-		if n := strings.Compare(a.URITemplate, b.URITemplate); n != 0 {
+	slices.SortFunc(out, func(a, b T) int {
+		if n := strings.Compare(key(a), key(b)); n != 0 {
 			return n
 		}
-		return strings.Compare(a.Server, b.Server)
+		return strings.Compare(server(a), server(b))
 	})
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -166,32 +167,30 @@ func (f *front) startServing() {
 }
 
 func (f *front) launch(caps *mcp.ClientCapabilities, version string) {
-	{
-		f.host.learn(caps, version)
-		opts := f.poolOpts
-		opts.Sink, opts.Catalog = f.set, f.catalog
-		opts.Host = f.host.handlers(&logRelay{srv: f.srv, host: f.host})
-		if opts.Host.ListRoots != nil {
-			opts.Roots = []*mcp.Root{} // the servers know of roots from the start
-		}
-		pool := mcpkeep.NewPool(opts)
-		f.set.Subscribe(f.up.apply)
-		f.catalog.Subscribe(f.cat.apply)
-		f.mu.Lock()
-		f.pool = pool
-		ctx := f.ctx
-		f.mu.Unlock()
-		f.log.Info("host connected", slog.String("protocol", version), slog.Any("sampling", caps != nil && caps.Sampling != nil),
-			slog.Any("elicitation", caps != nil && caps.Elicitation != nil), slog.Any("roots", opts.Host.ListRoots != nil))
-		close(f.started)
-		go func() {
-			err := f.apply(ctx, pool)
-			f.mu.Lock()
-			f.applyErr = err
-			f.mu.Unlock()
-			close(f.applied)
-		}()
+	f.host.learn(caps, version)
+	opts := f.poolOpts
+	opts.Sink, opts.Catalog = f.set, f.catalog
+	opts.Host = f.host.handlers(&logRelay{srv: f.srv, host: f.host})
+	if opts.Host.ListRoots != nil {
+		opts.Roots = []*mcp.Root{} // the servers know of roots from the start
 	}
+	pool := mcpkeep.NewPool(opts)
+	f.set.Subscribe(f.up.apply)
+	f.catalog.Subscribe(f.cat.apply)
+	f.mu.Lock()
+	f.pool = pool
+	ctx := f.ctx
+	f.mu.Unlock()
+	f.log.Info("host connected", slog.String("protocol", version), slog.Any("sampling", caps != nil && caps.Sampling != nil),
+		slog.Any("elicitation", caps != nil && caps.Elicitation != nil), slog.Any("roots", opts.Host.ListRoots != nil))
+	close(f.started)
+	go func() {
+		err := f.apply(ctx, pool)
+		f.mu.Lock()
+		f.applyErr = err
+		f.mu.Unlock()
+		close(f.applied)
+	}()
 }
 
 // settle waits for the first apply, at most initWait. The lists it
@@ -299,7 +298,7 @@ func (f *front) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.L
 	f.levels[ss] = level
 	most := level
 	for _, l := range f.levels {
-		if levelRank(l) < levelRank(most) {
+		if levelRank(l) < levelRank(most) { // the most verbose
 			most = l
 		}
 	}
@@ -307,13 +306,10 @@ func (f *front) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.L
 	_ = f.getPool().SetLoggingLevel(ctx, most)
 }
 
-var levelOrder = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
+// levelRank orders levels by verbosity (an unknown one last).
 func levelRank(l mcp.LoggingLevel) int {
-	for i, x := range levelOrder {
-		if x == l {
-			return i
-		}
+	if i := slices.Index(mcpkeep.LoggingLevels, l); i >= 0 {
+		return i
 	}
-	return len(levelOrder)
+	return len(mcpkeep.LoggingLevels)
 }

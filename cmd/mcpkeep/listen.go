@@ -112,7 +112,10 @@ func (l *listenOpts) serve(f *front, sdkLog *slog.Logger, extra http.Handler) (*
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", l.auth(originCheck(cop, h)))
+	// A browser page of another origin is refused (its Origin or
+	// Sec-Fetch-Site says so); DNS rebinding on loopback is the SDK
+	// handler's own Host check.
+	mux.Handle("/mcp", l.auth(cop.Handler(h)))
 	if extra != nil {
 		mux.Handle("/metrics", l.auth(extra))
 		mux.Handle("/", extra)
@@ -120,13 +123,6 @@ func (l *listenOpts) serve(f *front, sdkLog *slog.Logger, extra http.Handler) (*
 	hf := &httpFront{ln: ln, mcp: h, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go hf.srv.Serve(ln)
 	return hf, nil
-}
-
-// originCheck refuses a browser request from another origin (DNS
-// rebinding, as the MCP transport spec requires: an Origin header that is
-// present must be the server's own or an allowed one).
-func originCheck(cop *http.CrossOriginProtection, next http.Handler) http.Handler {
-	return cop.Handler(next)
 }
 
 // auth requires the bearer token when one is set; a missing or wrong

@@ -132,22 +132,23 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		}
 		bs := &u.host.bridges
 		var b *bridge
+		relay, level := progressRelay(ctx, req), requestLevel(req)
 		if st := req.Params.RequestState; st != "" {
 			if b = bs.get(st); b == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpkeep: unknown or expired requestState " + st}
 			}
+			b.setRound(ctx, req.Session, relay, level)
 			b.answer(req.Params.InputResponses)
 		} else {
 			b = bs.open(server)
 			// The round is set before the server's call starts: its first
 			// progress may come at once.
-			relay := progressRelay(ctx, req)
-			b.setRound(ctx, req.Session, relay, requestLevel(req))
+			b.setRound(ctx, req.Session, relay, level)
 			// A request with a progress handler waits, before it returns,
 			// for what the server sent just before its reply (progress,
 			// and the log messages of a per-request level): only a host
 			// that asked for either pays that wait.
-			opts := &mcpkeep.CallOptions{LogLevel: requestLevel(req)}
+			opts := &mcpkeep.CallOptions{LogLevel: level}
 			if relay != nil || opts.LogLevel != "" {
 				opts.Progress = b.relay
 			}
@@ -158,7 +159,6 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 				b.done <- outcome{res, err}
 			}()
 		}
-		b.setRound(ctx, req.Session, progressRelay(ctx, req), requestLevel(req))
 		res, err, final := bs.round(ctx, b)
 		if !final {
 			return res, nil
