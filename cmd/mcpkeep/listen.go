@@ -1,20 +1,18 @@
 package main
 
 import (
-	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// defaultOpsAddr is where `mcpkeep status` looks for a running instance
+// when --addr is not given: the address to pass to --metrics-listen (or
+// --listen) for status to find it without flags.
+const defaultOpsAddr = "127.0.0.1:8731"
 
 // listenOpts are the flags that serve hosts over Streamable HTTP (proxy
 // and run share them).
@@ -85,83 +83,4 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// httpFront serves the front's MCP server over Streamable HTTP, and the
-// operations endpoints beside it.
-type httpFront struct {
-	srv *http.Server
-	ln  net.Listener
-	mcp *mcp.StreamableHTTPHandler
-}
-
-// serve binds and serves; extra, when set, serves the other paths
-// (health, readiness, metrics).
-func (l *listenOpts) serve(f *front, sdkLog *slog.Logger, extra http.Handler) (*httpFront, error) {
-	ln, err := net.Listen("tcp", l.addr)
-	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv },
-		&mcp.StreamableHTTPOptions{Logger: sdkLog})
-	cop := http.NewCrossOriginProtection()
-	for _, o := range l.origins {
-		if err := cop.AddTrustedOrigin(o); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("--allow-origin: %w", err)
-		}
-	}
-	mux := http.NewServeMux()
-	// A browser page of another origin is refused (its Origin or
-	// Sec-Fetch-Site says so); DNS rebinding on loopback is the SDK
-	// handler's own Host check.
-	mux.Handle("/mcp", l.auth(cop.Handler(h)))
-	if extra != nil {
-		mux.Handle("/metrics", l.auth(extra))
-		mux.Handle("/", extra)
-	}
-	hf := &httpFront{ln: ln, mcp: h, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
-	go hf.srv.Serve(ln)
-	return hf, nil
-}
-
-// auth requires the bearer token when one is set; a missing or wrong
-// token gets 401 and nothing else.
-func (l *listenOpts) auth(next http.Handler) http.Handler {
-	if l.token == "" {
-		return next
-	}
-	want := []byte("Bearer " + l.token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// Addr is the address the listener bound.
-func (h *httpFront) Addr() string { return h.ln.Addr().String() }
-
-// shutdown stops accepting and lets requests in flight finish for up to
-// grace; then it ends the host sessions, whose open streams (a session's
-// GET, a 2026-07-28 listen) would keep the server waiting, and waits for
-// the rest, bounded by ctx.
-func (h *httpFront) shutdown(ctx context.Context, f *front, grace time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- h.srv.Shutdown(ctx) }()
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-	}
-	for ss := range f.srv.Sessions() {
-		_ = ss.Close()
-	}
-	return <-done
 }

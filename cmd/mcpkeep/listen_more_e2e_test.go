@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/internal/opstest"
+	"github.com/mcpkeep/mcpkeep/proxy"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,7 +47,7 @@ func callText(cs *mcp.ClientSession, tool string, args map[string]any) (string, 
 }
 
 // stateOf is server's state in a /readyz reply ("" when absent).
-func stateOf(rep readyReply, server string) string {
+func stateOf(rep proxy.Readiness, server string) string {
 	for _, s := range rep.Servers {
 		if s.Server == server {
 			return s.State
@@ -55,13 +58,13 @@ func stateOf(rep readyReply, server string) string {
 
 // waitReadyz polls /readyz until ok holds for the reply (at most
 // e2eDeadline, every interval) and returns that reply.
-func (r *listenRun) waitReadyz(t *testing.T, what string, interval time.Duration, ok func(code int, rep readyReply) bool) readyReply {
+func (r *listenRun) waitReadyz(t *testing.T, what string, interval time.Duration, ok func(code int, rep proxy.Readiness) bool) proxy.Readiness {
 	t.Helper()
 	deadline := time.Now().Add(e2eDeadline)
 	var code int
-	var rep readyReply
+	var rep proxy.Readiness
 	for {
-		code, rep = readyz(t, "http://"+r.addr)
+		code, rep = opstest.Readyz(t, "http://"+r.addr)
 		if ok(code, rep) {
 			return rep
 		}
@@ -76,9 +79,9 @@ func (r *listenRun) waitReadyz(t *testing.T, what string, interval time.Duration
 func sumCounter(t *testing.T, base, name string, want map[string]string) float64 {
 	t.Helper()
 	total := 0.0
-	for _, s := range samples(scrape(t, base), name) {
-		if matches(s.labels, want) && s.m.Counter != nil {
-			total += s.m.Counter.GetValue()
+	for _, s := range opstest.Samples(opstest.Scrape(t, base), name) {
+		if opstest.Matches(s.Labels, want) && s.M.Counter != nil {
+			total += s.M.Counter.GetValue()
 		}
 	}
 	return total
@@ -103,7 +106,7 @@ func TestListenCrashSeenByBothSessions(t *testing.T) {
 		defer cs.Close()
 		sessions[i] = cs
 	}
-	r.waitReadyz(t, "ready before the crash", 20*time.Millisecond, func(code int, rep readyReply) bool {
+	r.waitReadyz(t, "ready before the crash", 20*time.Millisecond, func(code int, rep proxy.Readiness) bool {
 		return code == http.StatusOK && stateOf(rep, "a") == "established"
 	})
 	for i, cs := range sessions {
@@ -153,7 +156,7 @@ func TestListenCrashSeenByBothSessions(t *testing.T) {
 	}
 
 	// After the recovery both are served again.
-	rep := r.waitReadyz(t, "a established again", 20*time.Millisecond, func(code int, rep readyReply) bool {
+	rep := r.waitReadyz(t, "a established again", 20*time.Millisecond, func(code int, rep proxy.Readiness) bool {
 		return code == http.StatusOK && stateOf(rep, "a") == "established"
 	})
 	for i, cs := range sessions {
@@ -210,7 +213,7 @@ func TestListenReadyzFlipsAndSIGHUP(t *testing.T) {
 	}
 	defer cs.Close()
 
-	rep := r.waitReadyz(t, "loop exhausted", 20*time.Millisecond, func(code int, rep readyReply) bool {
+	rep := r.waitReadyz(t, "loop exhausted", 20*time.Millisecond, func(code int, rep proxy.Readiness) bool {
 		return code == http.StatusServiceUnavailable && stateOf(rep, "loop") == "exhausted"
 	})
 	if !strings.Contains(rep.Reason, "loop is exhausted") || rep.Ready {
@@ -230,7 +233,7 @@ func TestListenReadyzFlipsAndSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []string
-	r.waitReadyz(t, "loop retried after SIGHUP", 2*time.Millisecond, func(code int, rep readyReply) bool {
+	r.waitReadyz(t, "loop retried after SIGHUP", 2*time.Millisecond, func(code int, rep proxy.Readiness) bool {
 		st := stateOf(rep, "loop")
 		if len(seen) == 0 || seen[len(seen)-1] != st {
 			seen = append(seen, st)
@@ -240,7 +243,7 @@ func TestListenReadyzFlipsAndSIGHUP(t *testing.T) {
 	t.Logf("loop's states seen after SIGHUP: %v", seen)
 	r.stderr.waitFor(t, `"msg":"manual reconnect"`)
 	// The crash loop goes on: loop is exhausted again, and not ready.
-	r.waitReadyz(t, "loop exhausted again", 20*time.Millisecond, func(code int, rep readyReply) bool {
+	r.waitReadyz(t, "loop exhausted again", 20*time.Millisecond, func(code int, rep proxy.Readiness) bool {
 		return code == http.StatusServiceUnavailable && stateOf(rep, "loop") == "exhausted"
 	})
 
@@ -354,7 +357,7 @@ func TestListenNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	r.waitReadyz(t, "ready", 5*time.Millisecond, func(code int, _ readyReply) bool { return code == http.StatusOK })
+	r.waitReadyz(t, "ready", 5*time.Millisecond, func(code int, _ proxy.Readiness) bool { return code == http.StatusOK })
 	ready := time.Since(start)
 	if text, isErr, err := callText(first, "a__echo", map[string]any{"text": "warm"}); err != nil || isErr || text != "warm" {
 		t.Fatalf("warm-up echo: %q %v %v", text, isErr, err)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/mcpkeep/mcpkeep/tools"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // runRun is `mcpkeep run [flags] -- COMMAND [ARGS...]` (or --url URL): one
@@ -102,10 +102,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	p := &proxy{tracePath: *tracePath, log: log, sdkLog: *level == "debug", namer: tools.OwnNames, initWait: wait, listen: listen, ops: newOps(log),
-		load:  func() (*config.Config, []config.Warning, error) { return cfg, nil, nil },
-		patch: mirror(srvName)}
-	return p.run(os.Stdin, writeCloser(stdout), sigs)
+	sv := &serving{tracePath: *tracePath, log: log, sdkLog: *level == "debug", listen: listen,
+		opts: proxy.Options{Mirror: srvName, InitWait: wait, Pool: mcpkeep.PoolOptions{Namer: tools.OwnNames}},
+		load: func() (*config.Config, []config.Warning, error) { return cfg, nil, nil }}
+	return sv.run(os.Stdin, writeCloser(stdout), sigs)
 }
 
 const runHelp = `
@@ -115,59 +115,6 @@ Examples, as the one-line change to a host's config ("command" and "args"):
   "command": "mcpkeep", "args": ["run", "--url", "http://127.0.0.1:8080/mcp", "--header", "Authorization=Bearer ${TOKEN}"]
 Durations take a unit (500ms, 2s, 1m) or are milliseconds (500).
 `
-
-// mirror answers the host's initialize as the server would: its
-// serverInfo, capabilities and instructions, when its first connect
-// succeeded; otherwise as mcpkeep with every capability (the server may
-// come later).
-func mirror(server string) func(*mcpkeep.Pool, mcp.Result) {
-	return func(pool *mcpkeep.Pool, res mcp.Result) {
-		sup, ok := pool.Supervisor(server)
-		if !ok {
-			return
-		}
-		info := sup.ServerInfo()
-		if info == nil {
-			return
-		}
-		caps := mirroredCaps(info.Capabilities)
-		switch r := res.(type) {
-		case *mcp.InitializeResult:
-			if info.ServerInfo != nil {
-				r.ServerInfo = info.ServerInfo
-			}
-			r.Capabilities, r.Instructions = caps, info.Instructions
-		case *mcp.DiscoverResult:
-			r.Capabilities, r.Instructions = caps, info.Instructions
-			if info.ServerInfo != nil {
-				meta := r.GetMeta()
-				if meta == nil {
-					meta = map[string]any{}
-				}
-				meta[mcp.MetaKeyServerInfo] = info.ServerInfo
-				r.SetMeta(meta)
-			}
-		}
-	}
-}
-
-// mirroredCaps is the server's capabilities as the host sees them through
-// mcpkeep: every list may change (servers restart with other lists), and
-// tasks are not passed on.
-func mirroredCaps(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
-	out := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
-	if c == nil {
-		return out
-	}
-	out.Experimental, out.Logging, out.Completions = c.Experimental, c.Logging, c.Completions
-	if c.Prompts != nil {
-		out.Prompts = &mcp.PromptCapabilities{ListChanged: true}
-	}
-	if c.Resources != nil {
-		out.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: c.Resources.Subscribe}
-	}
-	return out
-}
 
 // runSpec is what the flags say; config turns it into a config file's
 // content and parses it, so every value is checked by the same rules.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mcpkeep/mcpkeep/proxy"
 )
 
 // statusTimeout bounds status's one request.
@@ -50,44 +52,44 @@ func readyzURL(addr string) string {
 // fetchReadiness GETs addr's /readyz and checks that the answer is what
 // ops serves: 200 with ready true, or 503 with ready false, and a JSON
 // body with ready and servers.
-func fetchReadiness(addr string) (readyReply, error) {
+func fetchReadiness(addr string) (proxy.Readiness, error) {
 	url := readyzURL(addr)
 	client := &http.Client{Timeout: statusTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get(url)
 	if err != nil {
-		return readyReply{}, fmt.Errorf("cannot reach the instance: %w", err)
+		return proxy.Readiness{}, fmt.Errorf("cannot reach the instance: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, statusBodyLimit))
 	if err != nil {
-		return readyReply{}, fmt.Errorf("%s: reading the answer: %w", url, err)
+		return proxy.Readiness{}, fmt.Errorf("%s: reading the answer: %w", url, err)
 	}
 	var raw struct {
-		Ready   *bool           `json:"ready"`
-		Reason  string          `json:"reason"`
-		Servers *[]serverStatus `json:"servers"`
+		Ready   *bool                 `json:"ready"`
+		Reason  string                `json:"reason"`
+		Servers *[]proxy.ServerStatus `json:"servers"`
 	}
 	notOurs := func(why string) error {
 		return fmt.Errorf("%s: %s (%s): not the answer of an mcpkeep /readyz", url, why, resp.Status)
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
-		return readyReply{}, notOurs("unexpected status")
+		return proxy.Readiness{}, notOurs("unexpected status")
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return readyReply{}, notOurs("the body is not JSON")
+		return proxy.Readiness{}, notOurs("the body is not JSON")
 	}
 	if raw.Ready == nil || raw.Servers == nil {
-		return readyReply{}, notOurs("the body lacks ready or servers")
+		return proxy.Readiness{}, notOurs("the body lacks ready or servers")
 	}
 	if *raw.Ready != (resp.StatusCode == http.StatusOK) {
-		return readyReply{}, notOurs("ready disagrees with the status")
+		return proxy.Readiness{}, notOurs("ready disagrees with the status")
 	}
-	return readyReply{Ready: *raw.Ready, Reason: raw.Reason, Servers: *raw.Servers}, nil
+	return proxy.Readiness{Ready: *raw.Ready, Reason: raw.Reason, Servers: *raw.Servers}, nil
 }
 
 // printStatus writes the table (SERVER STATE ATTEMPT NEXT-RETRY
 // LAST-ERROR), then "ready", or "not ready: " and the reason.
-func printStatus(w io.Writer, rep readyReply) {
+func printStatus(w io.Writer, rep proxy.Readiness) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tATTEMPT\tNEXT-RETRY\tLAST-ERROR")
 	for _, s := range rep.Servers {

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -25,7 +25,9 @@ type catalogMirror struct {
 	srv  *mcp.Server
 	pool func() *mcpkeep.Pool
 	log  *slog.Logger
-	ops  *ops // counts relayed requests; nil counts nothing
+	// observe and track as upstream's.
+	observe func(server, method string, start time.Time, err error)
+	track   func(context.Context) (context.Context, func())
 
 	// exposed is what each server has on the proxy's server, by key
 	// (prompt public name, URI, URI template) and canonical definition.
@@ -42,7 +44,8 @@ type catalogMirror struct {
 func newCatalogMirror(srv *mcp.Server, pool func() *mcpkeep.Pool, log *slog.Logger) *catalogMirror {
 	return &catalogMirror{srv: srv, pool: pool, log: log,
 		prompts: map[string]map[string]string{}, resources: map[string]map[string]string{}, templates: map[string]map[string]string{},
-		uriOwners: map[string]int{}, templateOwners: map[string]int{}}
+		uriOwners: map[string]int{}, templateOwners: map[string]int{},
+		observe: func(string, string, time.Time, error) {}, track: untracked}
 }
 
 func (c *catalogMirror) apply(ch tools.CatalogChange) {
@@ -168,9 +171,11 @@ func setOrDelete(m map[string]map[string]string, server string, next map[string]
 func (c *catalogMirror) promptHandler(public string) mcp.PromptHandler {
 	server, _, _ := strings.Cut(public, "__")
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		ctx, done := c.track(ctx)
+		defer done()
 		start := time.Now()
 		res, err := c.pool().GetPrompt(ctx, public, req.Params.Arguments, progressOpts(ctx, req))
-		c.ops.observeRequest(server, "prompts/get", start, err)
+		c.observe(server, "prompts/get", start, err)
 		if err != nil {
 			return nil, c.wireError(err)
 		}
@@ -181,9 +186,11 @@ func (c *catalogMirror) promptHandler(public string) mcp.PromptHandler {
 // readHandler routes resources/read by URI (the pool picks the server).
 func (c *catalogMirror) readHandler() mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		ctx, done := c.track(ctx)
+		defer done()
 		start := time.Now()
 		res, err := c.pool().ReadResource(ctx, req.Params.URI, progressOpts(ctx, req))
-		c.ops.observeRequest(c.owner(req.Params.URI), "resources/read", start, err)
+		c.observe(c.owner(req.Params.URI), "resources/read", start, err)
 		if err != nil {
 			if errors.Is(err, mcpkeep.ErrUnknownResource) {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)

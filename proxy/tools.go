@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -30,14 +30,18 @@ type upstream struct {
 	pool func() *mcpkeep.Pool
 	host *hostLink
 	log  *slog.Logger
-	ops  *ops // counts relayed requests; nil counts nothing
+	// observe counts a relayed request; track registers one in flight
+	// (see Server.track).
+	observe func(server, method string, start time.Time, err error)
+	track   func(context.Context) (context.Context, func())
 
 	mu      sync.Mutex
 	exposed map[string]map[string]tools.Tool // server → public name → tool
 }
 
 func newUpstream(srv *mcp.Server, pool func() *mcpkeep.Pool, host *hostLink, log *slog.Logger) *upstream {
-	return &upstream{srv: srv, pool: pool, host: host, log: log, exposed: map[string]map[string]tools.Tool{}}
+	return &upstream{srv: srv, pool: pool, host: host, log: log, exposed: map[string]map[string]tools.Tool{},
+		observe: func(string, string, time.Time, error) {}, track: untracked}
 }
 
 // apply mirrors one change. The Set delivers changes one at a time, in
@@ -125,9 +129,11 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		server := u.serverOf(public)
 		if !isModern(req.Session) {
 			defer u.host.carry(server, req.Session)()
+			ctx, done := u.track(ctx)
+			defer done()
 			start := time.Now()
 			res, err := pool.Call(ctx, public, args, progressOpts(ctx, req))
-			u.ops.observeRequest(server, "tools/call", start, err)
+			u.observe(server, "tools/call", start, err)
 			return u.result(res, err)
 		}
 		bs := &u.host.bridges
@@ -152,10 +158,12 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			if relay != nil || opts.LogLevel != "" {
 				opts.Progress = b.relay
 			}
+			ctx, done := u.track(b.ctx)
 			go func() {
+				defer done()
 				start := time.Now()
-				res, err := pool.Call(b.ctx, public, args, opts)
-				u.ops.observeRequest(server, "tools/call", start, err)
+				res, err := pool.Call(ctx, public, args, opts)
+				u.observe(server, "tools/call", start, err)
 				b.done <- outcome{res, err}
 			}()
 		}
@@ -224,3 +232,6 @@ func (u *upstream) serverOf(public string) string {
 	server, _, _ := strings.Cut(public, "__")
 	return server
 }
+
+// untracked is track for a mirror used without a Server (tests).
+func untracked(ctx context.Context) (context.Context, func()) { return ctx, func() {} }

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -124,7 +124,7 @@ func TestUpstreamOutageResult(t *testing.T) {
 	pool := mcpkeep.NewPool(mcpkeep.PoolOptions{Sink: set, Opener: func(config.Server) (transport.Opener, error) { return mem, nil }})
 	t.Cleanup(func() { _ = pool.Dispose(context.Background()) })
 	h := newUpstreamHost(t, pool, set)
-	ctx, cancel := context.WithTimeout(context.Background(), e2eDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
 	slow := backoff.Policy{Enabled: true, InitialDelay: time.Hour, MaxDelay: time.Hour, MaxAttempts: 5}
 	if err := pool.Apply(ctx, &config.Config{Servers: []config.Server{{Name: "m", Transport: config.TransportStdio, Reconnect: slow, ConnectTimeout: time.Minute}}}); err != nil {

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/internal/opstest"
+	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // opsDeadline bounds every wait of the ops tests.
@@ -112,10 +112,11 @@ func isReconnect(server string) func(mcpkeep.Transition) bool {
 // opsBench is a real Pool over in-memory servers, ops subscribed to it and
 // its handler on an httptest server.
 type opsBench struct {
-	ops  *ops
-	pool *mcpkeep.Pool
-	rec  *opsRecorder
-	srv  *httptest.Server
+	ops    *Registry
+	health *proxy.Health
+	pool   *mcpkeep.Pool
+	rec    *opsRecorder
+	srv    *httptest.Server
 
 	mu      sync.Mutex
 	mems    map[string]*transport.Memory
@@ -137,7 +138,7 @@ func newOpsBench(t *testing.T) (*opsBench, *config.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &opsBench{ops: newOps(nil), rec: newOpsRecorder(),
+	b := &opsBench{ops: New(nil), health: proxy.NewHealth(), rec: newOpsRecorder(),
 		mems: map[string]*transport.Memory{}, refuse: map[string]*atomic.Bool{}, entered: map[string]chan struct{}{}}
 	for _, sc := range cfg.Servers {
 		b.refuse[sc.Name] = new(atomic.Bool)
@@ -145,7 +146,7 @@ func newOpsBench(t *testing.T) (*opsBench, *config.Config) {
 	}
 	b.pool = mcpkeep.NewPool(mcpkeep.PoolOptions{
 		Opener:   b.open,
-		Observer: observers(b.ops.observer(), nil, b.rec.observe),
+		Observer: mcpkeep.Observers(b.ops.Observer(), b.health.Observer(), nil, b.rec.observe),
 	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), opsDeadline)
@@ -154,7 +155,7 @@ func newOpsBench(t *testing.T) (*opsBench, *config.Config) {
 			t.Errorf("Dispose: %v", err)
 		}
 	})
-	b.srv = httptest.NewServer(b.ops.handler(func() *mcpkeep.Pool { return b.pool }))
+	b.srv = httptest.NewServer(opsMux(b.ops, b.health, func() *mcpkeep.Pool { return b.pool }))
 	t.Cleanup(b.srv.Close)
 	return b, cfg
 }
@@ -213,77 +214,18 @@ func (b *opsBench) callSup(sup *mcpkeep.Supervisor, tool string) string {
 	defer cancel()
 	start := time.Now()
 	_, err := sup.Call(ctx, tool, map[string]any{"text": "x"}, nil)
-	b.ops.observeRequest(sup.Name(), "tools/call", start, err)
-	return requestResult(err)
+	b.ops.Request(sup.Name(), "tools/call", time.Since(start), err)
+	return Result(err)
 }
 
-// get GETs path and returns the status and body.
-func opsGet(t *testing.T, base, path string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opsDeadline)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
-}
+func opsGet(t *testing.T, base, path string) (int, string) { return opstest.Get(t, base, path) }
 
-func readyz(t *testing.T, base string) (int, readyReply) {
-	t.Helper()
-	code, body := opsGet(t, base, "/readyz")
-	var rep readyReply
-	if err := json.Unmarshal([]byte(body), &rep); err != nil {
-		t.Fatalf("/readyz body %q: %v", body, err)
-	}
-	if rep.Servers == nil {
-		t.Fatalf("/readyz body %q has no servers array", body)
-	}
-	return code, rep
-}
+func readyz(t *testing.T, base string) (int, proxy.Readiness) { return opstest.Readyz(t, base) }
 
-// scrape GETs /metrics and parses it with the Prometheus text parser.
-func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
-	t.Helper()
-	code, body := opsGet(t, base, "/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", code, body)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
-	}
-	return fams
-}
+func scrape(t *testing.T, base string) map[string]*dto.MetricFamily { return opstest.Scrape(t, base) }
 
-// sample is one metric of a family, its labels as a map.
-type sample struct {
-	labels map[string]string
-	m      *dto.Metric
-}
-
-func samples(fams map[string]*dto.MetricFamily, name string) []sample {
-	var out []sample
-	if f := fams[name]; f != nil {
-		for _, m := range f.Metric {
-			l := map[string]string{}
-			for _, lp := range m.Label {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			out = append(out, sample{l, m})
-		}
-	}
-	return out
+func samples(fams map[string]*dto.MetricFamily, name string) []opstest.Sample {
+	return opstest.Samples(fams, name)
 }
 
 // value is the counter or gauge value of the sample of name whose labels
@@ -291,12 +233,12 @@ func samples(fams map[string]*dto.MetricFamily, name string) []sample {
 func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
 	t.Helper()
 	for _, s := range samples(fams, name) {
-		if matches(s.labels, want) {
+		if opstest.Matches(s.Labels, want) {
 			switch {
-			case s.m.Counter != nil:
-				return s.m.Counter.GetValue()
-			case s.m.Gauge != nil:
-				return s.m.Gauge.GetValue()
+			case s.M.Counter != nil:
+				return s.M.Counter.GetValue()
+			case s.M.Gauge != nil:
+				return s.M.Gauge.GetValue()
 			}
 			t.Fatalf("%s%v is neither a counter nor a gauge", name, want)
 		}
@@ -307,20 +249,11 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want ma
 // histCount is the sample count of the histogram of name with labels want.
 func histCount(fams map[string]*dto.MetricFamily, name string, want map[string]string) uint64 {
 	for _, s := range samples(fams, name) {
-		if matches(s.labels, want) && s.m.Histogram != nil {
-			return s.m.Histogram.GetSampleCount()
+		if opstest.Matches(s.Labels, want) && s.M.Histogram != nil {
+			return s.M.Histogram.GetSampleCount()
 		}
 	}
 	return 0
-}
-
-func matches(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // quietScrape scrapes while no transition happens, so the counters and the
@@ -351,7 +284,7 @@ func checkTransitionCounters(t *testing.T, fams map[string]*dto.MetricFamily, re
 	}
 	got := map[[3]string]float64{}
 	for _, s := range samples(fams, "mcpkeep_transitions_total") {
-		got[[3]string{s.labels["server"], s.labels["event"], s.labels["to"]}] = s.m.Counter.GetValue()
+		got[[3]string{s.Labels["server"], s.Labels["event"], s.Labels["to"]}] = s.M.Counter.GetValue()
 	}
 	for k, n := range want {
 		if got[k] != n {
@@ -393,10 +326,6 @@ func TestOpsFollowsAPool(t *testing.T) {
 	b.rec.waitCount(t, "b established", 1, into("b", fsm.Established))
 	if code, rep := readyz(t, b.srv.URL); code != http.StatusOK || !rep.Ready || len(rep.Servers) != 2 {
 		t.Fatalf("/readyz after start: %d %+v", code, rep)
-	}
-	if code, out, errOut := runCLI("status", "--addr", b.srv.Listener.Addr().String()); code != 0 ||
-		!strings.Contains(out, "established") || !strings.HasSuffix(out, "ready\n") || errOut != "" {
-		t.Errorf("status when ready: %d %q %q", code, out, errOut)
 	}
 
 	// Requests of every result.
@@ -448,9 +377,8 @@ func TestOpsFollowsAPool(t *testing.T) {
 			t.Errorf("/readyz line of exhausted b: %+v", s)
 		}
 	}
-	if code, out, errOut := runCLI("status", "--addr", b.srv.URL); code != 1 ||
-		!strings.Contains(out, "exhausted") || !strings.Contains(out, "not ready: b is exhausted") || errOut != "" {
-		t.Errorf("status while b is exhausted: %d %q %q", code, out, errOut)
+	if code, rep := readyz(t, b.srv.URL); code != http.StatusServiceUnavailable || !strings.Contains(rep.Reason, "b is exhausted") {
+		t.Errorf("/readyz while b is exhausted: %d %+v", code, rep)
 	}
 	if r := b.call(t, "b", "echo"); r != resultNotConnected {
 		t.Errorf("call of exhausted b: %s, want %s", r, resultNotConnected)
@@ -526,15 +454,15 @@ func TestOpsFollowsAPool(t *testing.T) {
 
 	// A server the config enables but the pool does not run, and the
 	// shutdown, both make the instance not ready.
-	b.ops.expect([]string{"a", "b", "ghost"})
+	b.health.Expect([]string{"a", "b", "ghost"})
 	if code, rep := readyz(t, b.srv.URL); code != http.StatusServiceUnavailable || rep.Ready || !strings.Contains(rep.Reason, "ghost is not running") {
 		t.Errorf("/readyz expecting ghost: %d %+v", code, rep)
 	}
-	b.ops.expect([]string{"a", "b"})
+	b.health.Expect([]string{"a", "b"})
 	if code, rep := readyz(t, b.srv.URL); code != http.StatusOK || !rep.Ready {
 		t.Errorf("/readyz expecting a and b: %d %+v", code, rep)
 	}
-	b.ops.stop()
+	b.health.Stop()
 	if code, rep := readyz(t, b.srv.URL); code != http.StatusServiceUnavailable || rep.Ready || !strings.HasPrefix(rep.Reason, "shutting down") {
 		t.Errorf("/readyz while stopping: %d %+v", code, rep)
 	}
@@ -546,8 +474,8 @@ func TestOpsFollowsAPool(t *testing.T) {
 // TestOpsBeforeTheHost: before the host connected there is no pool: alive,
 // not ready (with the reason), metrics without servers.
 func TestOpsBeforeTheHost(t *testing.T) {
-	o := newOps(nil)
-	srv := httptest.NewServer(o.handler(func() *mcpkeep.Pool { return nil }))
+	o := New(nil)
+	srv := httptest.NewServer(opsMux(o, proxy.NewHealth(), func() *mcpkeep.Pool { return nil }))
 	defer srv.Close()
 	if code, body := opsGet(t, srv.URL, "/healthz"); code != http.StatusOK || body != "ok" {
 		t.Errorf("/healthz: %d %q", code, body)
@@ -564,8 +492,8 @@ func TestOpsBeforeTheHost(t *testing.T) {
 	if fams["mcpkeep_server_state"] != nil || fams["go_goroutines"] == nil {
 		t.Errorf("/metrics before the host: server_state %v, go_goroutines %v", fams["mcpkeep_server_state"] != nil, fams["go_goroutines"] != nil)
 	}
-	if code, out, _ := runCLI("status", "--addr", srv.URL); code != 1 || !strings.Contains(out, "not ready: no host has connected yet") {
-		t.Errorf("status before the host: %d %q", code, out)
+	if code, rep := readyz(t, srv.URL); code != http.StatusServiceUnavailable || !strings.Contains(rep.Reason, "no host has connected yet") {
+		t.Errorf("/readyz before the host: %d %+v", code, rep)
 	}
 	resp, err := http.Post(srv.URL+"/healthz", "text/plain", nil)
 	if err != nil {
@@ -579,8 +507,8 @@ func TestOpsBeforeTheHost(t *testing.T) {
 
 // TestOpsRequestResults: observeRequest's classification, and observers.
 func TestOpsRequestResults(t *testing.T) {
-	o := newOps(nil)
-	srv := httptest.NewServer(o.handler(func() *mcpkeep.Pool { return nil }))
+	o := New(nil)
+	srv := httptest.NewServer(opsMux(o, proxy.NewHealth(), func() *mcpkeep.Pool { return nil }))
 	defer srv.Close()
 	start := time.Now()
 	for _, err := range []error{
@@ -591,7 +519,7 @@ func TestOpsRequestResults(t *testing.T) {
 		&mcpkeep.NotConnectedError{Server: "s", State: fsm.Exhausted},
 		fmt.Errorf("mcpkeep: server %q gen 1: %w: %w", "s", mcpkeep.ErrConnectionLost, io.EOF),
 	} {
-		o.observeRequest("s", "prompts/get", start, err)
+		o.Request("s", "prompts/get", time.Since(start), err)
 	}
 	fams := scrape(t, srv.URL)
 	for result, want := range map[string]float64{resultOK: 2, resultError: 1, resultNotConnected: 2, resultConnectionLost: 1} {
@@ -603,13 +531,21 @@ func TestOpsRequestResults(t *testing.T) {
 		t.Errorf("request_seconds_count = %d, want 6", got)
 	}
 
-	if observers(nil, nil) != nil {
+	if mcpkeep.Observers(nil, nil) != nil {
 		t.Error("observers of nothing is not nil")
 	}
 	var seen []string
-	obs := observers(func(mcpkeep.Transition) { seen = append(seen, "1") }, nil, func(mcpkeep.Transition) { seen = append(seen, "2") })
+	obs := mcpkeep.Observers(func(mcpkeep.Transition) { seen = append(seen, "1") }, nil, func(mcpkeep.Transition) { seen = append(seen, "2") })
 	obs(mcpkeep.Transition{})
 	if strings.Join(seen, "") != "12" {
 		t.Errorf("observers ran %v, want 1 then 2", seen)
 	}
+}
+
+// opsMux serves metrics and health as the command does.
+func opsMux(m *Registry, h *proxy.Health, pool func() *mcpkeep.Pool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler(pool))
+	mux.Handle("/", h.Handler(pool))
+	return mux
 }

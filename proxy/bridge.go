@@ -1,6 +1,7 @@
-package main
+package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -21,6 +22,9 @@ import (
 // the call completes, or when the host does not come back within
 // bridgeIdle.
 type bridges struct {
+	// base is the context every bridge's server call derives from: the
+	// proxy's, which Shutdown cancels.
+	base     context.Context
 	mu       sync.Mutex
 	seq      uint64
 	byID     map[string]*bridge
@@ -74,7 +78,7 @@ func (bs *bridges) open(server string) *bridge {
 		bs.byID, bs.byServer = map[string]*bridge{}, map[string]map[*bridge]bool{}
 	}
 	bs.seq++
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(cmp.Or(bs.base, context.Background()))
 	b := &bridge{id: "mcpkeep-bridge-" + strconv.FormatUint(bs.seq, 10), server: server, ctx: ctx, cancel: cancel,
 		asks: make(chan *ask, 8), done: make(chan outcome, 1), closed: make(chan struct{}), pending: map[string]*ask{}}
 	b.idle = time.AfterFunc(bridgeIdle, func() { bs.close(b) })

@@ -1,0 +1,258 @@
+package proxy
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The front is the MCP server the hosts talk to. It advertises everything
+// from the start (tools, prompts, resources with subscribe, logging,
+// completions, each list with listChanged: servers come and go), learns
+// the host's capabilities at its initialize (or first request, on
+// 2026-07-28) and only then starts the servers, so each server is told
+// exactly the sampling, elicitation and roots capabilities the host
+// declared. The host's initialize is answered once the servers' first
+// connections settled, or after InitWait, whichever comes first.
+
+// middleware starts the servers at the host's first request and edits the
+// answers to initialize and discover; logging/setLevel goes to every
+// server too (and is remembered for those that start later).
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		s.startFor(method, req)
+		if method == "logging/setLevel" {
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
+				s.setLevel(ctx, req.GetSession().(*mcp.ServerSession), p.Level)
+			}
+		}
+		res, err := next(ctx, method, req)
+		if err != nil || (method != "initialize" && method != "server/discover") {
+			return res, err
+		}
+		s.settle()
+		pool := s.getPool()
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			r.Instructions = joinInstructions(r.Instructions, instructions(pool))
+		case *mcp.DiscoverResult:
+			r.Instructions = joinInstructions(r.Instructions, instructions(pool))
+		}
+		if s.opts.Mirror != "" {
+			mirror(pool, s.opts.Mirror, res)
+		}
+		return res, nil
+	}
+}
+
+func joinInstructions(own, servers string) string {
+	if own == "" {
+		return servers
+	}
+	if servers == "" {
+		return own
+	}
+	return own + "\n\n" + servers
+}
+
+// startFor runs once, at the host's first request: it learns the host's
+// capabilities, builds the pool with exactly the matching host handlers,
+// and starts the servers in the background.
+func (s *Server) startFor(method string, req mcp.Request) {
+	s.once.Do(func() {
+		var caps *mcp.ClientCapabilities
+		version := ""
+		if p, ok := req.GetParams().(*mcp.InitializeParams); ok && method == "initialize" && p != nil {
+			caps, version = p.Capabilities, p.ProtocolVersion
+		} else if r, ok := req.(interface {
+			ClientCapabilities() *mcp.ClientCapabilities
+			ProtocolVersion() string
+		}); ok {
+			caps, version = r.ClientCapabilities(), r.ProtocolVersion()
+		}
+		s.launch(caps, version)
+	})
+}
+
+func (s *Server) launch(caps *mcp.ClientCapabilities, version string) {
+	s.host.learn(caps, version)
+	opts := s.opts.Pool
+	if opts.Logger == nil {
+		opts.Logger = s.log
+	}
+	catalog := tools.NewCatalog(tools.Limits{})
+	opts.Sink, opts.Catalog = s.set, catalog
+	opts.Observer = mcpkeep.Observers(s.health.Observer(), opts.Observer)
+	opts.Host = s.host.handlers(&logRelay{srv: s.srv, host: s.host})
+	if opts.Host.ListRoots != nil {
+		opts.Roots = []*mcp.Root{} // the servers know of roots from the start
+	}
+	pool := mcpkeep.NewPool(opts)
+	s.set.Subscribe(s.up.apply)
+	catalog.Subscribe(s.cat.apply)
+	s.mu.Lock()
+	s.mu.pool = pool
+	s.mu.Unlock()
+	s.log.Info("host connected", slog.String("protocol", version), slog.Any("sampling", caps != nil && caps.Sampling != nil),
+		slog.Any("elicitation", caps != nil && caps.Elicitation != nil), slog.Any("roots", opts.Host.ListRoots != nil))
+	close(s.started)
+	go func() {
+		s.reloadMu.Lock()
+		s.mu.Lock()
+		cfg := s.mu.cfg
+		s.mu.Unlock()
+		err := pool.Apply(s.ctx, cfg)
+		s.reloadMu.Unlock()
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				s.log.Error("startup", slog.String("err", line))
+			}
+		}
+		s.mu.Lock()
+		s.mu.applyErr = err
+		s.mu.Unlock()
+		close(s.applied)
+		if err := s.StartupError(); err != nil {
+			s.log.Error("strict startup failed", slog.Any("err", err))
+			return
+		}
+		s.log.Info("serving", slog.Int("servers", len(cfg.Servers)), slog.Int("tools", len(s.set.List())))
+	}()
+}
+
+// settle waits for the first apply, at most InitWait. The lists it
+// registered were announced by the SDK 10 ms (debounced) after the last
+// change; waiting that out before the host has its answer keeps the host
+// from hearing of lists it is about to read anyway.
+func (s *Server) settle() {
+	t := time.NewTimer(cmp.Or(s.opts.InitWait, DefaultInitWait))
+	defer t.Stop()
+	select {
+	case <-s.applied:
+		time.Sleep(sdkListChangedDelay)
+	case <-t.C:
+	}
+}
+
+// sdkListChangedDelay outlasts the SDK's debounce of list_changed (10 ms).
+const sdkListChangedDelay = 25 * time.Millisecond
+
+// initialized fetches a (legacy) host's roots once it finished
+// initializing; a 2026-07-28 host is asked for roots through bridges.
+func (s *Server) initialized(ctx context.Context, req *mcp.InitializedRequest) {
+	s.refreshRoots(req.Session)
+}
+
+func (s *Server) rootsChanged(ctx context.Context, req *mcp.RootsListChangedRequest) {
+	s.refreshRoots(req.Session)
+}
+
+func (s *Server) refreshRoots(ss *mcp.ServerSession) {
+	if ss == nil || isModern(ss) {
+		return
+	}
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || (p.Capabilities.RootsV2 == nil && !p.Capabilities.Roots.ListChanged) {
+		return
+	}
+	go func() { // never call the host from its own notification handler
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		defer cancel()
+		res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
+		if err != nil {
+			s.log.Warn("roots/list failed", slog.Any("err", err))
+			return
+		}
+		select {
+		case <-s.started:
+		case <-ctx.Done():
+			return
+		}
+		_ = s.getPool().SetRoots(ctx, res.Roots)
+	}()
+}
+
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	ctx, done := s.track(ctx)
+	defer done()
+	start := time.Now()
+	res, err := s.getPool().Complete(ctx, req.Params, nil)
+	s.observeRequest("", "completion/complete", start, err)
+	if err != nil {
+		return nil, s.cat.wireError(err)
+	}
+	return res, nil
+}
+
+func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	s.mu.Lock()
+	first := len(s.mu.subs[req.Params.URI]) == 0
+	if first {
+		s.mu.subs[req.Params.URI] = map[*mcp.ServerSession]bool{}
+	}
+	s.mu.subs[req.Params.URI][req.Session] = true
+	s.mu.Unlock()
+	if !first {
+		return nil // the servers already have it; the SDK tracks who asked
+	}
+	ctx, done := s.track(ctx)
+	defer done()
+	if err := s.getPool().SubscribeResource(ctx, req.Params.URI); err != nil {
+		s.mu.Lock()
+		delete(s.mu.subs, req.Params.URI)
+		s.mu.Unlock()
+		if errors.Is(err, mcpkeep.ErrUnknownResource) {
+			return mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		return s.cat.wireError(err)
+	}
+	return nil
+}
+
+// unsubscribe ends the servers' subscription when the last host session
+// that asked for it leaves it.
+func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	s.mu.Lock()
+	delete(s.mu.subs[req.Params.URI], req.Session)
+	last := len(s.mu.subs[req.Params.URI]) == 0
+	if last {
+		delete(s.mu.subs, req.Params.URI)
+	}
+	s.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return s.getPool().UnsubscribeResource(ctx, req.Params.URI)
+}
+
+// setLevel records a session's level and gives the servers the most
+// verbose one any session asked for (each session's own level still
+// filters what it receives).
+func (s *Server) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	s.mu.Lock()
+	s.mu.levels[ss] = level
+	most := level
+	for _, l := range s.mu.levels {
+		if levelRank(l) < levelRank(most) { // the most verbose
+			most = l
+		}
+	}
+	s.mu.Unlock()
+	_ = s.getPool().SetLoggingLevel(ctx, most)
+}
+
+// levelRank orders levels by verbosity (an unknown one last).
+func levelRank(l mcp.LoggingLevel) int {
+	if i := slices.Index(mcpkeep.LoggingLevels, l); i >= 0 {
+		return i
+	}
+	return len(mcpkeep.LoggingLevels)
+}

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/fsm"
+)
+
+// Health is a serving mcpkeep's liveness and readiness (docs/design.md
+// §16). It learns which servers were ever established through its
+// Observer (subscribe it before the servers start; a Server does) and
+// reads everything else from the pool when asked.
+type Health struct {
+	mu struct {
+		sync.Mutex
+		// established names the servers that reached established at
+		// least once (per name: a supervisor replaced by a reload
+		// inherits its predecessor's record).
+		established map[string]bool
+		// expected, when set, names the servers the config enables:
+		// readiness also waits for the ones not (yet) in the pool.
+		expected []string
+		stopping bool
+	}
+}
+
+// NewHealth returns a Health that has seen nothing yet.
+func NewHealth() *Health {
+	h := &Health{}
+	h.mu.established = map[string]bool{}
+	return h
+}
+
+// Observer records establishments. It runs on the supervisors' loops and
+// only takes a short lock.
+func (h *Health) Observer() mcpkeep.Observer {
+	return func(t mcpkeep.Transition) {
+		if t.To != fsm.Established {
+			return
+		}
+		h.mu.Lock()
+		h.mu.established[t.Server] = true
+		h.mu.Unlock()
+	}
+}
+
+// Expect names the servers the applied config enables; readiness then
+// also reports the ones the pool does not run (yet), such as a server
+// whose transport could not be built.
+func (h *Health) Expect(names []string) {
+	h.mu.Lock()
+	h.mu.expected = slices.Clone(names)
+	h.mu.Unlock()
+}
+
+// Stop marks the process as shutting down: not ready from now on, so a
+// load balancer stops routing to it, while still alive.
+func (h *Health) Stop() {
+	h.mu.Lock()
+	h.mu.stopping = true
+	h.mu.Unlock()
+}
+
+// Readiness is the body of /readyz; `mcpkeep status` reads it.
+type Readiness struct {
+	Ready bool `json:"ready"`
+	// Reason says why not ready ("" when ready).
+	Reason  string         `json:"reason,omitempty"`
+	Servers []ServerStatus `json:"servers"`
+}
+
+// ServerStatus is one server's line of /readyz, from its Snapshot.
+type ServerStatus struct {
+	Server      string `json:"server"`
+	State       string `json:"state"`
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"maxAttempts"`
+	NextRetry   string `json:"nextRetry,omitempty"` // RFC 3339, only while backing-off
+	LastError   string `json:"lastError"`
+	Tools       int    `json:"tools"`
+	Prompts     int    `json:"prompts"`
+	Resources   int    `json:"resources"`
+	Templates   int    `json:"templates"`
+}
+
+// Readiness: ready when the servers started (pool not nil), every one has
+// been established once and none is exhausted, draining or disposed,
+// every expected server runs, and the process is not stopping.
+func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
+	rep := Readiness{Servers: []ServerStatus{}}
+	var why []string
+	var snaps []mcpkeep.Snapshot
+	if pool == nil {
+		why = append(why, "no host has connected yet: the servers start at its initialize")
+	} else {
+		snaps = pool.States()
+	}
+	h.mu.Lock()
+	stopping, expected := h.mu.stopping, h.mu.expected
+	established := make(map[string]bool, len(snaps))
+	for _, s := range snaps {
+		established[s.Server] = h.mu.established[s.Server]
+	}
+	h.mu.Unlock()
+	if stopping {
+		why = append([]string{"shutting down"}, why...)
+	}
+	running := map[string]bool{}
+	for _, s := range snaps {
+		running[s.Server] = true
+		st := ServerStatus{Server: s.Server, State: s.State.String(), Attempt: s.Attempt, MaxAttempts: s.MaxAttempts,
+			Tools: s.Tools, Prompts: s.Prompts, Resources: s.Resources, Templates: s.Templates}
+		if !s.NextRetry.IsZero() {
+			st.NextRetry = s.NextRetry.UTC().Format(time.RFC3339)
+		}
+		if s.LastErr != nil {
+			st.LastError = s.LastErr.Error()
+		}
+		rep.Servers = append(rep.Servers, st)
+		switch {
+		case s.State == fsm.Exhausted:
+			why = append(why, fmt.Sprintf("%s is exhausted", s.Server))
+		case s.State == fsm.Draining || s.State == fsm.Disposed:
+			why = append(why, fmt.Sprintf("%s is %s", s.Server, s.State))
+		case !established[s.Server] && s.State != fsm.Established:
+			why = append(why, fmt.Sprintf("%s has not been established yet (%s)", s.Server, s.State))
+		}
+	}
+	if pool != nil {
+		for _, name := range expected {
+			if !running[name] {
+				why = append(why, fmt.Sprintf("%s is not running", name))
+			}
+		}
+	}
+	rep.Ready = len(why) == 0
+	rep.Reason = strings.Join(why, "; ")
+	return rep
+}
+
+// Handler serves GET /healthz (200 while the process serves) and GET
+// /readyz (200 or 503, with Readiness as JSON). pool returns the pool, or
+// nil before the servers started.
+func (h *Health) Handler(pool func() *mcpkeep.Pool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rep := h.Readiness(pool())
+		body, err := json.Marshal(rep)
+		if err != nil { // cannot happen: strings, ints and bools
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if rep.Ready {
+			w.WriteHeader(http.StatusOK)
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write(append(body, '\n'))
+	})
+	return mux
+}

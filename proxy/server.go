@@ -1,0 +1,366 @@
+package proxy
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure a Server. The zero value serves a config's servers
+// under "<server>__<name>" names, logging nothing.
+type Options struct {
+	// Logger receives the proxy's logs and, through Pool.Logger when that
+	// is nil, the supervisors'; nil discards.
+	Logger *slog.Logger
+	// SDKLogger receives the go-sdk server's own logs; nil discards.
+	SDKLogger *slog.Logger
+	// Implementation is what the proxy tells hosts it is; nil is
+	// {"mcpkeep", "devel"}.
+	Implementation *mcp.Implementation
+	// Pool is the base of the pool the proxy builds at its first host (or
+	// at Start): Clock, Rand, Observer, Namer and Opener are used as
+	// given; Sink, Catalog, Host and Roots are the proxy's own.
+	Pool mcpkeep.PoolOptions
+	// Mirror, when set, names the one server whose serverInfo,
+	// capabilities and instructions answer the host's initialize
+	// (`mcpkeep run`, docs/design.md §15). Give Pool.Namer tools.OwnNames
+	// with it to keep the server's names.
+	Mirror string
+	// InitWait bounds how long the host's initialize waits for the
+	// servers' first connections; zero is DefaultInitWait.
+	InitWait time.Duration
+	// Metrics counts relayed requests; nil counts nothing. Transitions
+	// reach metrics through Pool.Observer.
+	Metrics Metrics
+	// DrainGrace is how long Shutdown lets requests in flight finish
+	// before it cancels them; zero is DefaultDrainGrace.
+	DrainGrace time.Duration
+	// SessionIdle ends an HTTP host session that sent nothing for this
+	// long (Handler); zero is DefaultSessionIdle, negative never.
+	SessionIdle time.Duration
+}
+
+// Defaults of Options.
+const (
+	// DefaultInitWait: hosts give a server about 10 s to start (some in
+	// all), so the proxy answers well within that (docs/design.md §14).
+	DefaultInitWait = 10 * time.Second
+	// DefaultDrainGrace is what Shutdown gives requests in flight.
+	DefaultDrainGrace = 2 * time.Second
+	// DefaultSessionIdle forgets HTTP host sessions that went quiet.
+	DefaultSessionIdle = 30 * time.Minute
+)
+
+// Metrics is where the proxy reports each request it relays to a server
+// (method is the MCP method: tools/call, prompts/get, resources/read...).
+// It is called on the request's goroutine and must be quick.
+type Metrics interface {
+	Request(server, method string, took time.Duration, err error)
+}
+
+// ErrStrictStartup is what StartupError wraps when a server with
+// failOnStartupError did not start.
+var ErrStrictStartup = errors.New("mcpkeep: strict startup failed")
+
+// Server serves the union of a pool's servers to MCP hosts: over one
+// transport (Serve, stdio) or over Streamable HTTP to many host sessions
+// (Handler). See the package documentation.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	srv    *mcp.Server
+	host   *hostLink
+	up     *upstream
+	cat    *catalogMirror
+	set    *tools.Set
+	health *Health
+
+	// ctx ends the first apply and every call in flight (Shutdown).
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  inflight // host requests relayed to the pool
+
+	once    sync.Once
+	started chan struct{} // closed when the pool exists
+	applied chan struct{} // closed when the first Apply returned
+
+	reloadMu sync.Mutex // one Apply at a time
+
+	mu struct {
+		sync.Mutex
+		cfg      *config.Config
+		pool     *mcpkeep.Pool
+		applyErr error
+		// levels and subs are per host session; the servers get the most
+		// verbose level any session asked for and the union of
+		// subscriptions.
+		levels map[*mcp.ServerSession]mcp.LoggingLevel
+		subs   map[string]map[*mcp.ServerSession]bool
+	}
+}
+
+// New returns a Server for cfg's servers. Nothing starts until a host's
+// first request reaches Serve's transport, or Start (which Handler
+// calls).
+func New(cfg *config.Config, opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sdkLog := opts.SDKLogger
+	if sdkLog == nil {
+		sdkLog = slog.New(slog.DiscardHandler)
+	}
+	impl := opts.Implementation
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "mcpkeep", Version: "devel"}
+	}
+	s := &Server{opts: opts, log: log, health: NewHealth(),
+		started: make(chan struct{}), applied: make(chan struct{}),
+		set: tools.NewSet(tools.Limits{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.cfg = cfg
+	s.mu.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
+	s.mu.subs = map[string]map[*mcp.ServerSession]bool{}
+	s.health.Expect(serverNames(cfg))
+	s.srv = mcp.NewServer(impl, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		},
+		CompletionHandler:       s.complete,
+		SubscribeHandler:        s.subscribe,
+		UnsubscribeHandler:      s.unsubscribe,
+		InitializedHandler:      s.initialized,
+		RootsListChangedHandler: s.rootsChanged,
+		Logger:                  sdkLog,
+	})
+	s.host = &hostLink{log: log, srv: s.srv}
+	s.host.bridges.base = s.ctx
+	s.up = newUpstream(s.srv, s.getPool, s.host, log)
+	s.up.observe = s.observeRequest
+	s.cat = newCatalogMirror(s.srv, s.getPool, log)
+	s.cat.observe = s.observeRequest
+	s.up.track, s.cat.track = s.track, s.track
+	s.srv.AddReceivingMiddleware(s.middleware)
+	return s
+}
+
+// Serve serves one host on t (stdio: &mcp.IOTransport{...}) until the
+// host goes away or ctx ends. The servers start at the host's first
+// request, with its capabilities (docs/design.md §14).
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	return s.srv.Run(ctx, t)
+}
+
+// Start starts the servers now, before any host connected, declaring
+// every host capability (sampling, elicitation, roots): many hosts may
+// come, and each server request is carried to the session that can
+// answer it. Handler calls it.
+func (s *Server) Start() {
+	s.once.Do(func() {
+		s.launch(&mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{ListChanged: true}}, "")
+	})
+}
+
+// Pool returns the pool once the servers started.
+func (s *Server) Pool() (*mcpkeep.Pool, bool) {
+	select {
+	case <-s.started:
+		return s.getPool(), true
+	default:
+		return nil, false
+	}
+}
+
+// Started is closed when the servers started (the pool exists).
+func (s *Server) Started() <-chan struct{} { return s.started }
+
+// Applied is closed when the servers' first start returned: every
+// server's first attempt settled.
+func (s *Server) Applied() <-chan struct{} { return s.applied }
+
+// StartupError, once Applied is closed, reports the servers with
+// failOnStartupError that did not start (wrapping ErrStrictStartup), or
+// nil. Other servers' failures are logged and retried.
+func (s *Server) StartupError() error {
+	s.mu.Lock()
+	cfg, pool := s.mu.cfg, s.mu.pool
+	s.mu.Unlock()
+	if pool == nil {
+		return nil
+	}
+	var missing []string
+	for _, sc := range cfg.Servers {
+		if _, ok := pool.Supervisor(sc.Name); sc.FailOnStartupError && !ok {
+			missing = append(missing, sc.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrStrictStartup, strings.Join(missing, ", "))
+}
+
+// Health is the proxy's readiness and liveness (see Health).
+func (s *Server) Health() *Health { return s.health }
+
+// Tools lists the public tools the host sees.
+func (s *Server) Tools() []tools.Tool { return s.set.List() }
+
+// Reload applies cfg by difference (unchanged servers keep running) and
+// gives every server that gave up a fresh budget: a reload is also a
+// manual reconnect. Before the servers started it only replaces the
+// config they will start with.
+func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.mu.Lock()
+	s.mu.cfg = cfg
+	pool := s.mu.pool
+	s.mu.Unlock()
+	s.health.Expect(serverNames(cfg))
+	if pool == nil {
+		return nil
+	}
+	err := pool.Apply(ctx, cfg)
+	for _, st := range pool.States() {
+		if st.State != fsm.Exhausted {
+			continue
+		}
+		if sup, ok := pool.Supervisor(st.Server); ok {
+			if sup.Reconnect() == nil {
+				s.log.Info("manual reconnect", slog.String("server", st.Server))
+			}
+		}
+	}
+	s.log.Info("reloaded", slog.Int("servers", len(cfg.Servers)))
+	return err
+}
+
+// Shutdown stops serving, bounded by ctx: readiness turns 503 at once;
+// requests in flight get DrainGrace to finish, then are cancelled (the
+// servers get notifications/cancelled); host sessions are closed; the
+// pool is disposed through every server's close barrier. It returns the
+// pool's Dispose error (an incomplete shutdown) or ctx's.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.Stop()
+	grace := cmp.Or(s.opts.DrainGrace, DefaultDrainGrace)
+	t := time.NewTimer(grace)
+	select {
+	case <-s.calls.idle():
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	s.cancel() // cancels calls in flight and the first apply
+	s.closeSessions(ctx)
+	var err error
+	if pool, ok := s.Pool(); ok {
+		err = pool.Dispose(ctx)
+		select {
+		case <-s.applied:
+		case <-ctx.Done():
+			err = errors.Join(err, ctx.Err())
+		}
+	}
+	return err
+}
+
+// closeSessions ends every host session at once: one that does not read
+// must not hold the others' end (each Close waits for its handlers,
+// whose calls are cancelled by now).
+func (s *Server) closeSessions(ctx context.Context) {
+	var wg sync.WaitGroup
+	for ss := range s.srv.Sessions() {
+		wg.Go(func() { _ = ss.Close() })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// track registers a host request relayed to the pool: its context ends
+// with ctx or at Shutdown's cancel, and Shutdown's grace waits for it.
+func (s *Server) track(ctx context.Context) (context.Context, func()) {
+	s.calls.add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		s.calls.add(-1)
+	}
+}
+
+func (s *Server) observeRequest(server, method string, start time.Time, err error) {
+	if s.opts.Metrics != nil {
+		s.opts.Metrics.Request(server, method, time.Since(start), err)
+	}
+}
+
+func (s *Server) getPool() *mcpkeep.Pool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.pool
+}
+
+// serverNames are the names of cfg's servers.
+func serverNames(cfg *config.Config) []string {
+	out := make([]string, 0, len(cfg.Servers))
+	for _, sc := range cfg.Servers {
+		out = append(out, sc.Name)
+	}
+	return out
+}
+
+// inflight counts requests in flight; idle is closed while none is.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+func (c *inflight) add(d int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.zero == nil {
+		c.zero = make(chan struct{})
+		close(c.zero)
+	}
+	if c.n == 0 && d > 0 {
+		c.zero = make(chan struct{})
+	}
+	c.n += d
+	if c.n == 0 {
+		close(c.zero)
+	}
+}
+
+func (c *inflight) idle() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.zero == nil {
+		c.zero = make(chan struct{})
+		close(c.zero)
+	}
+	return c.zero
+}
