@@ -144,6 +144,15 @@ func Result(err error) string {
 	return resultError
 }
 
+// CountDropped exports fn (proxy.Server.HostDropped) as
+// mcpkeep_host_dropped_total.
+func (o *Registry) CountDropped(fn func() uint64) {
+	o.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mcpkeep_host_dropped_total",
+		Help: "Log and progress messages dropped because a host session did not read (its outbox was full).",
+	}, func() float64 { return float64(fn()) }))
+}
+
 // Handler serves the metrics in Prometheus text format. pool returns the
 // pool, or nil before the servers started.
 func (o *Registry) Handler(pool func() *mcpkeep.Pool) http.Handler {

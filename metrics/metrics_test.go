@@ -546,6 +546,6 @@ func TestOpsRequestResults(t *testing.T) {
 func opsMux(m *Registry, h *proxy.Health, pool func() *mcpkeep.Pool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler(pool))
-	mux.Handle("/", h.Handler(pool))
+	mux.Handle("/", h.Handler(pool, ""))
 	return mux
 }

@@ -19,12 +19,17 @@ import (
 // the answer to the server, whose call goes on. One bridge spans one
 // host tools/call across its rounds; the server's call behind it runs on
 // the bridge's own context, cancelled when the host cancels a round, when
-// the call completes, or when the host does not come back within
-// bridgeIdle.
+// the call completes, or when the host does not come back with its
+// answers in time (docs/design.md §19: no timer runs while the host waits
+// for the call itself, which may run for hours).
 type bridges struct {
 	// base is the context every bridge's server call derives from: the
 	// proxy's, which Shutdown cancels.
-	base     context.Context
+	base context.Context
+	// comeBack and comeBackElicit bound the host's return with answers
+	// (zero: bridgeComeBack, bridgeComeBackElicit).
+	comeBack, comeBackElicit time.Duration
+
 	mu       sync.Mutex
 	seq      uint64
 	byID     map[string]*bridge
@@ -33,6 +38,7 @@ type bridges struct {
 
 type bridge struct {
 	id, server string
+	seq        uint64 // order of opening
 	ctx        context.Context
 	cancel     context.CancelFunc
 	asks       chan *ask
@@ -48,7 +54,7 @@ type bridge struct {
 	roundCtx context.Context
 	level    mcp.LoggingLevel // the round's own level ("" when it has none)
 	idle     *time.Timer
-	seq      uint64
+	inputs   uint64 // input request ids handed out
 }
 
 // ask is one request of a server for the host.
@@ -79,9 +85,11 @@ func (bs *bridges) open(server string) *bridge {
 	}
 	bs.seq++
 	ctx, cancel := context.WithCancel(cmp.Or(bs.base, context.Background()))
-	b := &bridge{id: "mcpkeep-bridge-" + strconv.FormatUint(bs.seq, 10), server: server, ctx: ctx, cancel: cancel,
+	b := &bridge{id: "mcpkeep-bridge-" + strconv.FormatUint(bs.seq, 10), seq: bs.seq, server: server, ctx: ctx, cancel: cancel,
 		asks: make(chan *ask, 8), done: make(chan outcome, 1), closed: make(chan struct{}), pending: map[string]*ask{}}
-	b.idle = time.AfterFunc(bridgeIdle, func() { bs.close(b) })
+	// Armed only while the host owes answers (see round).
+	b.idle = time.AfterFunc(time.Hour, func() { bs.close(b) })
+	b.idle.Stop()
 	bs.byID[b.id] = b
 	if bs.byServer[server] == nil {
 		bs.byServer[server] = map[*bridge]bool{}
@@ -151,7 +159,7 @@ func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mc
 // to finish (the final result) or for requests of the server's (an
 // input-required result), or for the host to cancel.
 func (bs *bridges) round(ctx context.Context, b *bridge) (*mcp.CallToolResult, error, bool) {
-	b.idle.Reset(bridgeIdle)
+	b.idle.Stop() // the host is here: it waits for us now, for as long as the call runs
 	select {
 	case out := <-b.done:
 		bs.close(b)
@@ -166,6 +174,7 @@ func (bs *bridges) round(ctx context.Context, b *bridge) (*mcp.CallToolResult, e
 				more = false
 			}
 		}
+		b.idle.Reset(bs.comeBackWithin(reqs))
 		return &mcp.CallToolResult{InputRequests: reqs, RequestState: b.id}, nil, false
 	case <-ctx.Done():
 		bs.close(b)
@@ -173,11 +182,22 @@ func (bs *bridges) round(ctx context.Context, b *bridge) (*mcp.CallToolResult, e
 	}
 }
 
+// comeBackWithin is how long the host may take to come back with the
+// answers to reqs: longer when a person is asked (an elicitation).
+func (bs *bridges) comeBackWithin(reqs mcp.InputRequestMap) time.Duration {
+	for _, r := range reqs {
+		if _, ok := r.(*mcp.ElicitParams); ok {
+			return cmp.Or(bs.comeBackElicit, bridgeComeBackElicit)
+		}
+	}
+	return cmp.Or(bs.comeBack, bridgeComeBack)
+}
+
 func (b *bridge) park(a *ask) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.seq++
-	id := "input-" + strconv.FormatUint(b.seq, 10)
+	b.inputs++
+	id := "input-" + strconv.FormatUint(b.inputs, 10)
 	b.pending[id] = a
 	return id
 }
@@ -220,4 +240,11 @@ func (b *bridge) relay(p *mcp.ProgressNotificationParams) {
 	if fn != nil {
 		fn(p)
 	}
+}
+
+// host is the session of the bridge's current round.
+func (b *bridge) host() *mcp.ServerSession {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.session
 }

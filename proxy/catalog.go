@@ -24,6 +24,7 @@ import (
 type catalogMirror struct {
 	srv  *mcp.Server
 	pool func() *mcpkeep.Pool
+	host *hostLink
 	log  *slog.Logger
 	// observe and track as upstream's.
 	observe func(server, method string, start time.Time, err error)
@@ -41,8 +42,8 @@ type catalogMirror struct {
 	templateOwners map[string]int
 }
 
-func newCatalogMirror(srv *mcp.Server, pool func() *mcpkeep.Pool, log *slog.Logger) *catalogMirror {
-	return &catalogMirror{srv: srv, pool: pool, log: log,
+func newCatalogMirror(srv *mcp.Server, pool func() *mcpkeep.Pool, host *hostLink, log *slog.Logger) *catalogMirror {
+	return &catalogMirror{srv: srv, pool: pool, host: host, log: log,
 		prompts: map[string]map[string]string{}, resources: map[string]map[string]string{}, templates: map[string]map[string]string{},
 		uriOwners: map[string]int{}, templateOwners: map[string]int{},
 		observe: func(string, string, time.Time, error) {}, track: untracked}
@@ -75,9 +76,9 @@ func (c *catalogMirror) apply(ch tools.CatalogChange) {
 		}
 		c.applyShared(ch, c.resources, c.uriOwners, keys, func(i int) any { return ch.Resources[i].Def },
 			func(gone []string) { c.srv.RemoveResources(gone...) },
-			func(i int) {
+			func(i int) error {
 				def := *ch.Resources[i].Def
-				c.srv.AddResource(&def, c.readHandler())
+				return guarded(func() { c.srv.AddResource(&def, c.readHandler()) })
 			})
 	case tools.KindTemplates:
 		keys := make([]string, len(ch.Templates))
@@ -86,9 +87,9 @@ func (c *catalogMirror) apply(ch tools.CatalogChange) {
 		}
 		c.applyShared(ch, c.templates, c.templateOwners, keys, func(i int) any { return ch.Templates[i].Def },
 			func(gone []string) { c.srv.RemoveResourceTemplates(gone...) },
-			func(i int) {
+			func(i int) error {
 				def := *ch.Templates[i].Def
-				c.addTemplate(&def)
+				return guarded(func() { c.srv.AddResourceTemplate(&def, c.readHandler()) })
 			})
 	}
 }
@@ -96,9 +97,10 @@ func (c *catalogMirror) apply(ch tools.CatalogChange) {
 // applyShared mirrors one swap of a kind whose keys two servers may share
 // (resource URIs, URI templates): exposed is what each server has,
 // owners counts the servers exposing each key, so a key leaves upstream
-// only with its last server. def and add take an index into keys.
+// only with its last server. def and add take an index into keys; an item
+// add refuses is left out (and its old definition, if it had one, goes).
 func (c *catalogMirror) applyShared(ch tools.CatalogChange, exposed map[string]map[string]string, owners map[string]int,
-	keys []string, def func(int) any, remove func([]string), add func(int)) {
+	keys []string, def func(int) any, remove func([]string), add func(int) error) {
 	next := map[string]string{}
 	index := map[string]int{}
 	for i, k := range keys {
@@ -106,34 +108,50 @@ func (c *catalogMirror) applyShared(ch tools.CatalogChange, exposed map[string]m
 	}
 	added, removed := diff(exposed[ch.Server], next)
 	var gone []string
-	for _, k := range removed {
+	disown := func(k string) {
 		if owners[k]--; owners[k] <= 0 {
 			delete(owners, k)
 			gone = append(gone, k)
 		}
 	}
+	for _, k := range removed {
+		disown(k)
+	}
 	if len(gone) > 0 {
 		remove(gone)
+		gone = nil
 	}
 	for _, k := range added {
-		if _, changed := exposed[ch.Server][k]; !changed {
+		_, changed := exposed[ch.Server][k]
+		if err := add(index[k]); err != nil {
+			c.log.Error(ch.List.String()+" item not exposed", slog.String("server", ch.Server), slog.String("key", k), slog.Any("err", err))
+			delete(next, k)
+			if changed {
+				disown(k)
+			}
+			continue
+		}
+		if !changed {
 			owners[k]++
 		}
-		add(index[k])
+	}
+	if len(gone) > 0 {
+		remove(gone)
 	}
 	setOrDelete(exposed, ch.Server, next)
 	c.logged(ch, added, removed)
 }
 
-// addTemplate exposes a template; the SDK panics on one it cannot parse,
-// and one bad template must not take the proxy down.
-func (c *catalogMirror) addTemplate(t *mcp.ResourceTemplate) {
+// guarded runs an SDK call that panics on server data it cannot accept:
+// one bad item must not take the proxy down (docs/design.md §19).
+func guarded(fn func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("resource template not exposed", slog.String("uriTemplate", t.URITemplate), slog.Any("err", r))
+			err = fmt.Errorf("refused by the SDK: %v", r)
 		}
 	}()
-	c.srv.AddResourceTemplate(t, c.readHandler())
+	fn()
+	return nil
 }
 
 func (c *catalogMirror) logged(ch tools.CatalogChange, added, removed []string) {
@@ -174,8 +192,9 @@ func (c *catalogMirror) promptHandler(public string) mcp.PromptHandler {
 		ctx, done := c.track(ctx)
 		defer done()
 		start := time.Now()
-		res, err := c.pool().GetPrompt(ctx, public, req.Params.Arguments, progressOpts(ctx, req))
+		res, err := c.pool().GetPrompt(ctx, public, req.Params.Arguments, c.host.progressOpts(ctx, req))
 		c.observe(server, "prompts/get", start, err)
+		c.host.flush(ctx, req.Session)
 		if err != nil {
 			return nil, c.wireError(err)
 		}
@@ -189,8 +208,9 @@ func (c *catalogMirror) readHandler() mcp.ResourceHandler {
 		ctx, done := c.track(ctx)
 		defer done()
 		start := time.Now()
-		res, err := c.pool().ReadResource(ctx, req.Params.URI, progressOpts(ctx, req))
+		res, err := c.pool().ReadResource(ctx, req.Params.URI, c.host.progressOpts(ctx, req))
 		c.observe(c.owner(req.Params.URI), "resources/read", start, err)
+		c.host.flush(ctx, req.Session)
 		if err != nil {
 			if errors.Is(err, mcpkeep.ErrUnknownResource) {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)

@@ -3,7 +3,6 @@ package proxy
 import (
 	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -155,31 +154,6 @@ func (s *Server) rootsChanged(ctx context.Context, req *mcp.RootsListChangedRequ
 	s.refreshRoots(req.Session)
 }
 
-func (s *Server) refreshRoots(ss *mcp.ServerSession) {
-	if ss == nil || isModern(ss) {
-		return
-	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || (p.Capabilities.RootsV2 == nil && !p.Capabilities.Roots.ListChanged) {
-		return
-	}
-	go func() { // never call the host from its own notification handler
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-		defer cancel()
-		res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
-		if err != nil {
-			s.log.Warn("roots/list failed", slog.Any("err", err))
-			return
-		}
-		select {
-		case <-s.started:
-		case <-ctx.Done():
-			return
-		}
-		_ = s.getPool().SetRoots(ctx, res.Roots)
-	}()
-}
-
 func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	ctx, done := s.track(ctx)
 	defer done()
@@ -190,63 +164,6 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, s.cat.wireError(err)
 	}
 	return res, nil
-}
-
-func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	s.mu.Lock()
-	first := len(s.mu.subs[req.Params.URI]) == 0
-	if first {
-		s.mu.subs[req.Params.URI] = map[*mcp.ServerSession]bool{}
-	}
-	s.mu.subs[req.Params.URI][req.Session] = true
-	s.mu.Unlock()
-	if !first {
-		return nil // the servers already have it; the SDK tracks who asked
-	}
-	ctx, done := s.track(ctx)
-	defer done()
-	if err := s.getPool().SubscribeResource(ctx, req.Params.URI); err != nil {
-		s.mu.Lock()
-		delete(s.mu.subs, req.Params.URI)
-		s.mu.Unlock()
-		if errors.Is(err, mcpkeep.ErrUnknownResource) {
-			return mcp.ResourceNotFoundError(req.Params.URI)
-		}
-		return s.cat.wireError(err)
-	}
-	return nil
-}
-
-// unsubscribe ends the servers' subscription when the last host session
-// that asked for it leaves it.
-func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	s.mu.Lock()
-	delete(s.mu.subs[req.Params.URI], req.Session)
-	last := len(s.mu.subs[req.Params.URI]) == 0
-	if last {
-		delete(s.mu.subs, req.Params.URI)
-	}
-	s.mu.Unlock()
-	if !last {
-		return nil
-	}
-	return s.getPool().UnsubscribeResource(ctx, req.Params.URI)
-}
-
-// setLevel records a session's level and gives the servers the most
-// verbose one any session asked for (each session's own level still
-// filters what it receives).
-func (s *Server) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
-	s.mu.Lock()
-	s.mu.levels[ss] = level
-	most := level
-	for _, l := range s.mu.levels {
-		if levelRank(l) < levelRank(most) { // the most verbose
-			most = l
-		}
-	}
-	s.mu.Unlock()
-	_ = s.getPool().SetLoggingLevel(ctx, most)
 }
 
 // levelRank orders levels by verbosity (an unknown one last).

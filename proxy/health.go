@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -148,7 +149,13 @@ func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 // Handler serves GET /healthz (200 while the process serves) and GET
 // /readyz (200 or 503, with Readiness as JSON). pool returns the pool, or
 // nil before the servers started.
-func (h *Health) Handler(pool func() *mcpkeep.Pool) http.Handler {
+//
+// The probes need no token, so they guard what they show
+// (docs/design.md §19): on a loopback listener a request whose Host is
+// not loopback is refused (a DNS-rebinding page cannot read them); on any
+// other listener the error texts are left out unless the request carries
+// token.
+func (h *Health) Handler(pool func() *mcpkeep.Pool, token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -157,6 +164,11 @@ func (h *Health) Handler(pool func() *mcpkeep.Pool) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		rep := h.Readiness(pool())
+		if !localRequest(r) && (token == "" || r.Header.Get("Authorization") != "Bearer "+token) {
+			for i := range rep.Servers {
+				rep.Servers[i].LastError = ""
+			}
+		}
 		body, err := json.Marshal(rep)
 		if err != nil { // cannot happen: strings, ints and bools
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -171,5 +183,45 @@ func (h *Health) Handler(pool func() *mcpkeep.Pool) http.Handler {
 		}
 		_, _ = w.Write(append(body, '\n'))
 	})
-	return mux
+	return rebindGuard(mux)
+}
+
+// rebindGuard refuses a request that reached a loopback listener under a
+// Host that is not loopback.
+func rebindGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if localRequest(r) && !loopbackHost(r.Host) {
+			http.Error(w, "forbidden: the Host is not loopback", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// localRequest reports whether r reached a loopback listener.
+func localRequest(r *http.Request) bool {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

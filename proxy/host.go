@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,9 @@ type hostLink struct {
 	modern   bool                  // the stdio host speaks 2026-07-28
 	inflight map[string][]*carrier // server → legacy sessions' requests in flight
 
-	bridges bridges
+	bridges  bridges
+	outboxes outboxes
+	updates  updates
 }
 
 // carrier is a legacy session's request to a server, in flight.
@@ -99,20 +102,50 @@ func (h *hostLink) carry(server string, ss *mcp.ServerSession) (done func()) {
 	}
 }
 
+// carrierKey marks the context of a host's request relayed to a server:
+// a server request made inside it (a 2026-07-28 server's input request,
+// which the supervisor fulfils on the call's context) goes back to that
+// host, whatever else is in flight (docs/design.md §19).
+type carrierKey struct{}
+
+// via is what carrierKey holds: a legacy session, or a bridge.
+type via struct {
+	session *mcp.ServerSession
+	bridge  *bridge
+}
+
+// withCarrier marks ctx as carried by v.
+func withCarrier(ctx context.Context, v via) context.Context {
+	return context.WithValue(ctx, carrierKey{}, v)
+}
+
 // route picks where a request of server goes: a legacy session (ss), or a
-// 2026-07-28 session's bridge (b), or neither (errNoCarrier).
-func (h *hostLink) route(server string) (ss *mcp.ServerSession, b *bridge, err error) {
+// 2026-07-28 session's bridge (b), or neither (errNoCarrier). The request's
+// own context names its host when the request came inside a host's call;
+// otherwise the host sessions with a request to server in flight decide:
+// one session (however many of its requests are in flight) takes it.
+func (h *hostLink) route(ctx context.Context, server string) (ss *mcp.ServerSession, b *bridge, err error) {
+	if v, ok := ctx.Value(carrierKey{}).(via); ok {
+		return v.session, v.bridge, nil
+	}
 	h.mu.Lock()
 	legacy := slices.Clone(h.inflight[server])
 	h.mu.Unlock()
 	bridged := h.bridges.of(server)
+	sessions := map[*mcp.ServerSession]bool{}
+	for _, c := range legacy {
+		sessions[c.session] = true
+	}
+	for _, br := range bridged {
+		sessions[br.host()] = true
+	}
 	switch {
-	case len(legacy)+len(bridged) == 1 && len(legacy) == 1:
-		return legacy[0].session, nil, nil
-	case len(legacy)+len(bridged) == 1:
-		return nil, bridged[0], nil
-	case len(legacy)+len(bridged) > 1:
+	case len(sessions) > 1:
 		return nil, nil, errManyCarriers
+	case len(legacy) > 0:
+		return legacy[0].session, nil, nil
+	case len(bridged) > 0:
+		return nil, slices.MinFunc(bridged, func(x, y *bridge) int { return cmp.Compare(x.seq, y.seq) }), nil
 	}
 	if all := slices.Collect(h.srv.Sessions()); len(all) == 1 && !isModern(all[0]) {
 		return all[0], nil, nil
@@ -127,7 +160,7 @@ func (h *hostLink) handlers(relay *logRelay) mcpkeep.HostHandlers {
 	hh := mcpkeep.HostHandlers{
 		LoggingMessage: relay.relay,
 		ResourceUpdated: func(server string, p *mcp.ResourceUpdatedNotificationParams) {
-			_ = h.srv.ResourceUpdated(context.Background(), p)
+			h.updates.push(p)
 		},
 		SubscriptionDropped: func(server, uri string, err error) {
 			h.log.Warn("subscription dropped", slog.String("server", server), slog.String("uri", uri), slog.Any("err", err))
@@ -147,11 +180,11 @@ func (h *hostLink) handlers(relay *logRelay) mcpkeep.HostHandlers {
 
 var (
 	errNoCarrier    = errors.New("mcpkeep: no host request to this server is in flight that could carry the server's request (a host on protocol 2026-07-28 takes one only inside its own tools/call)")
-	errManyCarriers = errors.New("mcpkeep: several host requests to this server are in flight: which host should answer is ambiguous")
+	errManyCarriers = errors.New("mcpkeep: requests of several host sessions to this server are in flight: which host should answer is ambiguous")
 )
 
 func (h *hostLink) createMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	ss, b, err := h.route(server)
+	ss, b, err := h.route(ctx, server)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +209,7 @@ func (h *hostLink) createMessage(ctx context.Context, server string, p *mcp.Crea
 }
 
 func (h *hostLink) elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ss, b, err := h.route(server)
+	ss, b, err := h.route(ctx, server)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +227,7 @@ func (h *hostLink) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 }
 
 func (h *hostLink) listRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	ss, b, err := h.route(server)
+	ss, b, err := h.route(ctx, server)
 	if err != nil {
 		return nil, err
 	}
@@ -231,14 +264,20 @@ func (r *logRelay) relay(server string, p *mcp.LoggingMessageParams) {
 	}
 	done := map[*mcp.ServerSession]bool{}
 	for _, b := range r.host.bridges.of(server) {
-		if ss, ctx := b.round(); ss != nil && !done[ss] {
+		if ss, rctx := b.round(); ss != nil && !done[ss] {
 			done[ss] = true
-			_ = ss.Log(ctx, &q)
+			r.host.outboxes.push(ss, func(sendCtx context.Context) {
+				ctx, cancel := context.WithCancel(rctx) // the round's request carries it
+				defer cancel()
+				stop := context.AfterFunc(sendCtx, cancel)
+				defer stop()
+				_ = ss.Log(ctx, &q)
+			})
 		}
 	}
 	for ss := range r.srv.Sessions() {
 		if !done[ss] {
-			_ = ss.Log(context.Background(), &q)
+			r.host.outboxes.push(ss, func(ctx context.Context) { _ = ss.Log(ctx, &q) })
 		}
 	}
 }
@@ -246,8 +285,8 @@ func (r *logRelay) relay(server string, p *mcp.LoggingMessageParams) {
 // progressOpts relays a server's progress for one host request to the
 // host under the host's own token, and passes on the request's own log
 // level (2026-07-28); nil when the host asked for neither.
-func progressOpts(ctx context.Context, req mcp.Request) *mcpkeep.CallOptions {
-	relay, level := progressRelay(ctx, req), requestLevel(req)
+func (h *hostLink) progressOpts(ctx context.Context, req mcp.Request) *mcpkeep.CallOptions {
+	relay, level := h.progressRelay(ctx, req), requestLevel(req)
 	if relay == nil && level == "" {
 		return nil
 	}
@@ -264,7 +303,10 @@ func requestLevel(req mcp.Request) mcp.LoggingLevel {
 	return mcp.LoggingLevel(lv)
 }
 
-func progressRelay(ctx context.Context, req mcp.Request) func(*mcp.ProgressNotificationParams) {
+// progressRelay queues the server's progress for the host's request in
+// the host session's outbox (the server's notification path never waits
+// for a host); the request flushes the outbox before its result.
+func (h *hostLink) progressRelay(ctx context.Context, req mcp.Request) func(*mcp.ProgressNotificationParams) {
 	pt, ok := req.GetParams().(interface{ GetProgressToken() any })
 	if !ok {
 		return nil
@@ -275,8 +317,13 @@ func progressRelay(ctx context.Context, req mcp.Request) func(*mcp.ProgressNotif
 		return nil
 	}
 	return func(p *mcp.ProgressNotificationParams) {
-		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-			ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message,
+		out := &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message}
+		h.outboxes.push(ss, func(sendCtx context.Context) {
+			ctx, cancel := context.WithCancel(ctx) // the request's: its stream carries it
+			defer cancel()
+			stop := context.AfterFunc(sendCtx, cancel)
+			defer stop()
+			_ = ss.NotifyProgress(ctx, out)
 		})
 	}
 }
@@ -301,6 +348,24 @@ func instructions(pool *mcpkeep.Pool) string {
 	return b.String()
 }
 
-// bridgeIdle is how long a bridge waits for the host to come back with
-// the answers to its input requests before the server's call is cancelled.
-const bridgeIdle = 2 * time.Minute
+// bridgeComeBack is how long a bridge waits for the host to come back
+// with the answers to its input requests before the server's call is
+// cancelled; bridgeComeBackElicit when one of them asks a person.
+const (
+	bridgeComeBack       = 2 * time.Minute
+	bridgeComeBackElicit = 10 * time.Minute
+)
+
+// flushBound bounds how long a result waits for its session's outbox.
+const flushBound = time.Second
+
+// flush lets what the host's session has queued (its request's progress
+// and log messages) go out before the request's result.
+func (h *hostLink) flush(ctx context.Context, ss *mcp.ServerSession) {
+	if ss == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, flushBound)
+	defer cancel()
+	h.outboxes.flush(ctx, ss)
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,11 +45,11 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 		&mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, SessionTimeout: idle})
 	s.Start()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", bearer(o.Token, cop.Handler(h)))
+	mux.Handle("/mcp", bearer(o.Token, cop.Handler(boundWrites(h, hostWriteBound))))
 	if o.Metrics != nil {
 		mux.Handle("/metrics", bearer(o.Token, o.Metrics))
 	}
-	mux.Handle("/", s.health.Handler(s.getPool))
+	mux.Handle("/", s.health.Handler(s.getPool, o.Token))
 	return mux, nil
 }
 
@@ -76,6 +77,37 @@ func (s *Server) OpsHandler(metrics http.Handler) http.Handler {
 	if metrics != nil {
 		mux.Handle("/metrics", metrics)
 	}
-	mux.Handle("/", s.health.Handler(s.getPool))
+	mux.Handle("/", s.health.Handler(s.getPool, ""))
 	return mux
 }
+
+// hostWriteBound is the longest one write to an HTTP host may block: a
+// host that holds its stream open without reading loses its connection
+// then, instead of holding whatever wrote to it (docs/design.md §19).
+const hostWriteBound = 30 * time.Second
+
+// boundWrites gives every write of next's responses a deadline.
+func boundWrites(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&boundedWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d}, r)
+	})
+}
+
+type boundedWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	_ = b.rc.SetWriteDeadline(time.Now().Add(b.d))
+	return b.ResponseWriter.Write(p)
+}
+
+func (b *boundedWriter) Flush() {
+	_ = b.rc.SetWriteDeadline(time.Now().Add(b.d))
+	_ = b.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (b *boundedWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }

@@ -106,8 +106,13 @@ type Server struct {
 		// verbose level any session asked for and the union of
 		// subscriptions.
 		levels map[*mcp.ServerSession]mcp.LoggingLevel
-		subs   map[string]map[*mcp.ServerSession]bool
+		subs   map[string]*subscription
+		// sessions are the host sessions seen (see watch), roots their
+		// roots refreshes.
+		sessions map[*mcp.ServerSession]bool
+		roots    map[*mcp.ServerSession]*rootsState
 	}
+	sessionsWG sync.WaitGroup // watch and roots goroutines
 }
 
 // New returns a Server for cfg's servers. Nothing starts until a host's
@@ -132,7 +137,9 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.cfg = cfg
 	s.mu.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
-	s.mu.subs = map[string]map[*mcp.ServerSession]bool{}
+	s.mu.subs = map[string]*subscription{}
+	s.mu.sessions = map[*mcp.ServerSession]bool{}
+	s.mu.roots = map[*mcp.ServerSession]*rootsState{}
 	s.health.Expect(serverNames(cfg))
 	s.srv = mcp.NewServer(impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -150,10 +157,11 @@ func New(cfg *config.Config, opts Options) *Server {
 		Logger:                  sdkLog,
 	})
 	s.host = &hostLink{log: log, srv: s.srv}
+	s.host.updates.srv = s.srv
 	s.host.bridges.base = s.ctx
 	s.up = newUpstream(s.srv, s.getPool, s.host, log)
 	s.up.observe = s.observeRequest
-	s.cat = newCatalogMirror(s.srv, s.getPool, log)
+	s.cat = newCatalogMirror(s.srv, s.getPool, s.host, log)
 	s.cat.observe = s.observeRequest
 	s.up.track, s.cat.track = s.track, s.track
 	s.srv.AddReceivingMiddleware(s.middleware)
@@ -270,6 +278,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	t.Stop()
 	s.cancel() // cancels calls in flight and the first apply
 	s.closeSessions(ctx)
+	s.host.outboxes.close(ctx)
+	s.host.updates.close(ctx)
 	var err error
 	if pool, ok := s.Pool(); ok {
 		err = pool.Dispose(ctx)
@@ -278,6 +288,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			err = errors.Join(err, ctx.Err())
 		}
+	}
+	done := make(chan struct{})
+	go func() { s.sessionsWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 	return err
 }
@@ -355,6 +371,12 @@ func (c *inflight) add(d int) {
 	}
 }
 
+func (c *inflight) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 func (c *inflight) idle() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -364,3 +386,7 @@ func (c *inflight) idle() <-chan struct{} {
 	}
 	return c.zero
 }
+
+// HostDropped counts the log and progress messages dropped because a host
+// session's outbox was full (a host that does not read).
+func (s *Server) HostDropped() uint64 { return s.host.outboxes.dropped.Load() }

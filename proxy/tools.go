@@ -70,6 +70,11 @@ func (u *upstream) apply(ch tools.Change) {
 		if err := u.add(t); err != nil {
 			u.log.Error("tool not exposed", slog.String("server", ch.Server), slog.String("tool", t.PublicName), slog.Any("err", err))
 			delete(next, t.PublicName)
+			if _, had := old[t.PublicName]; had {
+				// The old definition must not stay exposed untracked.
+				u.srv.RemoveTools(t.PublicName)
+				removed = append(removed, t.PublicName)
+			}
 			continue
 		}
 		added = append(added, t.PublicName)
@@ -129,16 +134,17 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		server := u.serverOf(public)
 		if !isModern(req.Session) {
 			defer u.host.carry(server, req.Session)()
-			ctx, done := u.track(ctx)
+			ctx, done := u.track(withCarrier(ctx, via{session: req.Session}))
 			defer done()
 			start := time.Now()
-			res, err := pool.Call(ctx, public, args, progressOpts(ctx, req))
+			res, err := pool.Call(ctx, public, args, u.host.progressOpts(ctx, req))
 			u.observe(server, "tools/call", start, err)
+			u.host.flush(ctx, req.Session)
 			return u.result(res, err)
 		}
 		bs := &u.host.bridges
 		var b *bridge
-		relay, level := progressRelay(ctx, req), requestLevel(req)
+		relay, level := u.host.progressRelay(ctx, req), requestLevel(req)
 		if st := req.Params.RequestState; st != "" {
 			if b = bs.get(st); b == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpkeep: unknown or expired requestState " + st}
@@ -158,7 +164,7 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			if relay != nil || opts.LogLevel != "" {
 				opts.Progress = b.relay
 			}
-			ctx, done := u.track(b.ctx)
+			ctx, done := u.track(withCarrier(b.ctx, via{bridge: b}))
 			go func() {
 				defer done()
 				start := time.Now()
@@ -168,6 +174,7 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			}()
 		}
 		res, err, final := bs.round(ctx, b)
+		u.host.flush(ctx, req.Session)
 		if !final {
 			return res, nil
 		}

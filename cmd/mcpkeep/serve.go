@@ -64,6 +64,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	opts.Pool.Observer = mcpkeep.Observers(trace.observer(), m.Observer())
 	opts.Metrics = m
 	srv := proxy.New(cfg, opts)
+	m.CountDropped(srv.HostDropped)
 	poolOf := func() *mcpkeep.Pool { p, _ := srv.Pool(); return p }
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// No host I/O on a server's notification path (docs/design.md §19): what
+// the proxy sends a host on its own (log messages, progress) goes through
+// that host session's outbox, a bounded queue with a writer of its own, so
+// a host that stops reading delays nobody but itself. When an outbox is
+// full its oldest message is dropped and counted.
+
+// outboxCap bounds one session's queued messages; outboxSendBound bounds
+// one send (an HTTP write is bounded by the connection's write deadline
+// as well, see boundedWriter).
+const (
+	outboxCap       = 256
+	outboxSendBound = 10 * time.Second
+)
+
+// outboxes are the outboxes of all host sessions.
+type outboxes struct {
+	mu      sync.Mutex
+	byHost  map[*mcp.ServerSession]*outbox
+	dropped atomic.Uint64 // messages dropped by full outboxes, all sessions
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+// outbox is one session's queue. Its writer runs while the queue is not
+// empty, so an idle session costs no goroutine.
+type outbox struct {
+	mu      sync.Mutex
+	items   []func(context.Context)
+	running bool
+	idle    chan struct{} // closed when empty and no writer runs
+}
+
+// push queues send for ss without blocking.
+func (os *outboxes) push(ss *mcp.ServerSession, send func(context.Context)) {
+	os.mu.Lock()
+	if os.closed {
+		os.mu.Unlock()
+		return
+	}
+	if os.byHost == nil {
+		os.byHost = map[*mcp.ServerSession]*outbox{}
+	}
+	o := os.byHost[ss]
+	if o == nil {
+		o = &outbox{}
+		os.byHost[ss] = o
+	}
+	o.mu.Lock()
+	if len(o.items) >= outboxCap {
+		o.items[0] = nil
+		o.items = o.items[1:]
+		os.dropped.Add(1)
+	}
+	o.items = append(o.items, send)
+	start := !o.running
+	if start {
+		o.running = true
+		o.idle = make(chan struct{})
+		os.wg.Add(1)
+	}
+	o.mu.Unlock()
+	os.mu.Unlock()
+	if start {
+		go os.write(o)
+	}
+}
+
+func (os *outboxes) write(o *outbox) {
+	defer os.wg.Done()
+	for {
+		o.mu.Lock()
+		if len(o.items) == 0 {
+			o.running = false
+			close(o.idle)
+			o.mu.Unlock()
+			return
+		}
+		send := o.items[0]
+		o.items[0] = nil
+		o.items = o.items[1:]
+		o.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), outboxSendBound)
+		send(ctx)
+		cancel()
+	}
+}
+
+// flush waits until what was queued for ss before it has been sent, or
+// ctx ends: a request's result must not overtake its own progress.
+func (os *outboxes) flush(ctx context.Context, ss *mcp.ServerSession) {
+	os.mu.Lock()
+	o := os.byHost[ss]
+	os.mu.Unlock()
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	idle, running := o.idle, o.running
+	o.mu.Unlock()
+	if !running {
+		return
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
+// drop forgets a session that ended; its queued messages are discarded.
+func (os *outboxes) drop(ss *mcp.ServerSession) {
+	os.mu.Lock()
+	o := os.byHost[ss]
+	delete(os.byHost, ss)
+	os.mu.Unlock()
+	if o != nil {
+		o.mu.Lock()
+		o.items = nil
+		o.mu.Unlock()
+	}
+}
+
+// close stops taking messages and waits for the writers, bounded by ctx
+// (a writer blocked on a host that stopped reading ends with its send's
+// bound).
+func (os *outboxes) close(ctx context.Context) {
+	os.mu.Lock()
+	os.closed = true
+	for _, o := range os.byHost {
+		o.mu.Lock()
+		o.items = nil
+		o.mu.Unlock()
+	}
+	os.mu.Unlock()
+	done := make(chan struct{})
+	go func() { os.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}

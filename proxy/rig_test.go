@@ -1,0 +1,239 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The in-process rig: a Server over in-memory servers (transport.Memory,
+// one per configured name, each generation a real go-sdk server with the
+// features below), and go-sdk hosts over in-memory transports (Serve) or
+// Streamable HTTP (Handler). No process, no port but httptest's.
+
+var objectSchema = map[string]any{"type": "object"}
+
+// rig is one Server and its servers.
+type rig struct {
+	t    *testing.T
+	srv  *Server
+	mems map[string]*transport.Memory
+}
+
+// newRig serves the named in-memory servers. Each offers echo and hang
+// (transport.Memory), and the features of serveFeatures.
+func newRig(t *testing.T, opts Options, names ...string) *rig {
+	t.Helper()
+	r := &rig{t: t, mems: map[string]*transport.Memory{}}
+	servers := map[string]any{}
+	for _, name := range names {
+		m := transport.NewMemory("echo", "hang")
+		m.Serve = func(gen uint64, s *mcp.Server) { serveFeatures(name, gen, s) }
+		m.ServerOptions = func(gen uint64) *mcp.ServerOptions { return featureOptions(name) }
+		r.mems[name] = m
+		servers[name] = map[string]any{"command": "mem-" + name}
+	}
+	cfg := mustConfig(t, map[string]any{"mcpServers": servers,
+		"reconnect": map[string]any{"initialDelayMs": 10, "maxDelayMs": 50, "maxAttempts": 3}})
+	opts.Pool.Opener = func(sc config.Server) (transport.Opener, error) {
+		m, ok := r.mems[sc.Name]
+		if !ok {
+			return nil, fmt.Errorf("no memory server %q", sc.Name)
+		}
+		return m, nil
+	}
+	r.srv = New(cfg, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+		defer cancel()
+		if err := r.srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return r
+}
+
+func mustConfig(t *testing.T, v map[string]any) *config.Config {
+	t.Helper()
+	cfg, _, err := config.Parse(mustJSON(v), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// host connects a go-sdk host on era over in-memory transports (the stdio
+// shape: one Serve per host).
+func (r *rig) host(era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	r.t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- r.srv.Serve(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "0"}, opts).
+		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		cancel()
+		r.t.Fatalf("host connect: %v", err)
+	}
+	r.t.Cleanup(func() {
+		_ = cs.Close()
+		cancel()
+		<-served
+	})
+	return cs
+}
+
+// httpHost connects a go-sdk host on era over Streamable HTTP.
+func (r *rig) httpHost(url, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "0"}, opts).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		r.t.Fatalf("http host connect: %v", err)
+	}
+	r.t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// serveHTTP serves the rig's Server on an httptest server.
+func (r *rig) serveHTTP() *httptest.Server {
+	r.t.Helper()
+	h, err := r.srv.Handler(HTTPOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	r.t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return hs
+}
+
+// waitApplied waits for the servers' first start.
+func (r *rig) waitApplied() {
+	r.t.Helper()
+	select {
+	case <-r.srv.Applied():
+	case <-time.After(testDeadline):
+		r.t.Fatal("the servers never started")
+	}
+}
+
+// features records what the in-memory servers saw.
+var features = struct {
+	sync.Mutex
+	subscribes map[string]int
+}{subscribes: map[string]int{}}
+
+func featureOptions(name string) *mcp.ServerOptions {
+	return &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}},
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{
+				Values: []string{name + ":" + req.Params.Argument.Value}}}, nil
+		},
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	}
+}
+
+// serveFeatures adds a prompt, a resource, a template and the tools sample
+// (asks the host), sleep (runs for its "ms" on the clock) and flood (sends
+// "n" log messages of 4 KiB) to one generation's server.
+func serveFeatures(name string, gen uint64, s *mcp.Server) {
+	s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello from " + name}}}}, nil
+	})
+	uri := "mem://" + name + "/doc"
+	s.AddResource(&mcp.Resource{URI: uri, Name: "doc"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "doc of " + name}}}, nil
+	})
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://" + name + "/items/{id}", Name: "item"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: name + " item " + req.Params.URI}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "sample", InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		params := &mcp.CreateMessageParams{MaxTokens: 9, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: name + " asks"}}}}
+		if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= "2026-07-28" {
+			r, ok := req.Params.InputResponses["q"]
+			if !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": params}}, nil
+			}
+			if res, ok := r.(*mcp.CreateMessageWithToolsResult); ok && len(res.Content) > 0 {
+				if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+					return textResult("sampled: " + tc.Text), nil
+				}
+			}
+			return textResult(fmt.Sprintf("sampled: %T", r)), nil
+		}
+		res, err := req.Session.CreateMessage(ctx, params)
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		tc, _ := res.Content.(*mcp.TextContent)
+		if tc == nil {
+			return textResult("sampled: ?"), nil
+		}
+		return textResult("sampled: " + tc.Text), nil
+	})
+	type sleepIn struct {
+		Ms int64 `json:"ms"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+		t := time.NewTimer(time.Duration(in.Ms) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return textResult(fmt.Sprintf("slept %dms", in.Ms)), nil, nil
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	})
+	type floodIn struct {
+		N int `json:"n"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "flood"}, func(ctx context.Context, req *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
+		data := string(make([]byte, 4096))
+		for i := range in.N {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("%d %q", i, data)})
+		}
+		return textResult("flooded"), nil, nil
+	})
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// call calls a tool and returns its text, failing the test on a protocol
+// error.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	return callWithin(t, cs, name, args, testDeadline)
+}
+
+func callWithin(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, d time.Duration) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return text(res), res.IsError
+}
+
+var _ = mcpkeep.ErrNotConnected
