@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"net/http"
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,7 @@ type rig struct {
 	t    *testing.T
 	srv  *Server
 	mems map[string]*transport.Memory
+	h    http.Handler // serveHTTP's
 }
 
 // newRig serves the named in-memory servers. Each offers echo and hang
@@ -114,6 +117,7 @@ func (r *rig) serveHTTP() *httptest.Server {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.h = h
 	hs := httptest.NewServer(h)
 	r.t.Cleanup(func() {
 		hs.CloseClientConnections()
@@ -135,8 +139,15 @@ func (r *rig) waitApplied() {
 // features records what the in-memory servers saw.
 var features = struct {
 	sync.Mutex
-	subscribes map[string]int
-}{subscribes: map[string]int{}}
+	level map[string]mcp.LoggingLevel // the last level each server was set to
+}{level: map[string]mcp.LoggingLevel{}}
+
+// lastLevel is the last level server name was set to.
+func lastLevel(name string) mcp.LoggingLevel {
+	features.Lock()
+	defer features.Unlock()
+	return features.level[name]
+}
 
 func featureOptions(name string) *mcp.ServerOptions {
 	return &mcp.ServerOptions{
@@ -154,6 +165,16 @@ func featureOptions(name string) *mcp.ServerOptions {
 // (asks the host), sleep (runs for its "ms" on the clock) and flood (sends
 // "n" log messages of 4 KiB) to one generation's server.
 func serveFeatures(name string, gen uint64, s *mcp.Server) {
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && method == "logging/setLevel" {
+				features.Lock()
+				features.level[name] = p.Level
+				features.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	s.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello from " + name}}}}, nil
 	})
@@ -206,9 +227,9 @@ func serveFeatures(name string, gen uint64, s *mcp.Server) {
 		N int `json:"n"`
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "flood"}, func(ctx context.Context, req *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
-		data := string(make([]byte, 4096))
+		data := strings.Repeat("x", 4096)
 		for i := range in.N {
-			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("%d %q", i, data)})
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("%d %s", i, data)})
 		}
 		return textResult("flooded"), nil, nil
 	})
