@@ -1,9 +1,9 @@
 package proxy
 
 import (
-	"net/http"
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
