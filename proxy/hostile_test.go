@@ -175,3 +175,45 @@ func TestSessionsForgotten(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// TestFailedFirstSubscribeKeepsTheSecond (docs/design.md §19): while the
+// first session's subscribe is with the server, a second session's waits
+// for it; when the first fails, the second's is made, not lost.
+func TestFailedFirstSubscribeKeepsTheSecond(t *testing.T) {
+	gate := make(chan struct{})
+	var n atomic.Int32
+	hook := func(string) error {
+		if n.Add(1) == 1 {
+			<-gate
+			return errors.New("not now")
+		}
+		return nil
+	}
+	subscribeHook.Store(&hook)
+	defer subscribeHook.Store(nil)
+	r := newRig(t, Options{}, "sub")
+	hs := r.serveHTTP()
+	a := r.httpHost(hs.URL, "2025-11-25", nil)
+	b := r.httpHost(hs.URL, "2025-11-25", nil)
+	r.waitApplied()
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() { first <- a.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://sub/doc"}) }()
+	waitFor(t, "the first subscribe at the server", func() bool { return n.Load() == 1 })
+	second := make(chan error, 1)
+	go func() { second <- b.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://sub/doc"}) }()
+	close(gate)
+	if err := <-first; err == nil {
+		t.Error("the first subscribe succeeded though its server refused it")
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second subscribe: %v", err)
+	}
+	r.srv.mu.Lock()
+	st := r.srv.mu.subs["mem://sub/doc"]
+	r.srv.mu.Unlock()
+	if st == nil || len(st.sessions) != 1 {
+		t.Errorf("after a failed first subscribe the second session's subscription is gone: %+v", st)
+	}
+}

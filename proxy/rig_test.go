@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,6 +143,9 @@ var features = struct {
 	level map[string]mcp.LoggingLevel // the last level each server was set to
 }{level: map[string]mcp.LoggingLevel{}}
 
+// subscribeHook, when set, answers the servers' subscribes.
+var subscribeHook atomic.Pointer[func(uri string) error]
+
 // lastLevel is the last level server name was set to.
 func lastLevel(name string) mcp.LoggingLevel {
 	features.Lock()
@@ -156,7 +160,12 @@ func featureOptions(name string) *mcp.ServerOptions {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{
 				Values: []string{name + ":" + req.Params.Argument.Value}}}, nil
 		},
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			if fn := subscribeHook.Load(); fn != nil {
+				return (*fn)(req.Params.URI)
+			}
+			return nil
+		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	}
 }
