@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -9,22 +10,31 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/spf13/cobra"
 )
 
-// runCheck is `mcpkeep check`: validate a config file and show what each
-// server would do, above all when it gives up. Exit 1 on any error.
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("check", "check --config FILE")
-	path := fs.String("config", "", "the config file to check (required)")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
-		return code
+// newCheckCmd is `mcpkeep check`: validate a config file and show what
+// each server would do, above all when it gives up. Exit 1 on any error.
+func newCheckCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "check --config FILE",
+		Short: "validate a config file and print each server's retry schedule",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				return errors.New("--config FILE is required")
+			}
+			return exit(check(path, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
 	}
-	if *path == "" {
-		fmt.Fprintln(stderr, "mcpkeep check: --config FILE is required")
-		fs.Usage()
-		return 2
-	}
-	cfg, warns, err := config.Load(*path)
+	cmd.Flags().StringVar(&path, "config", "", "the config `FILE` to check (required)")
+	_ = cmd.MarkFlagFilename("config")
+	return cmd
+}
+
+func check(path string, stdout, stderr io.Writer) int {
+	cfg, warns, err := config.Load(path)
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
@@ -33,7 +43,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	failed := false
-	fmt.Fprintf(stdout, "%s: %d server(s)", *path, len(cfg.Servers))
+	fmt.Fprintf(stdout, "%s: %d server(s)", path, len(cfg.Servers))
 	if len(cfg.Disabled) > 0 {
 		fmt.Fprintf(stdout, ", disabled: %s", strings.Join(cfg.Disabled, ", "))
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -14,40 +13,47 @@ import (
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/spf13/cobra"
 )
 
-// runDemo is `mcpkeep demo`: the first thing a new user runs. No setup, no
+// newDemoCmd is `mcpkeep demo`: the first thing a new user runs. No setup, no
 // network: the built-in fixture server (this binary, re-executed as
 // `mcpkeep fixture`) runs supervised, crashes every few seconds, once falls
 // into a crash loop that exhausts its retry budget, and is then brought
 // back by a manual reconnect. A status line per transition, an echo call
 // now and then, and a summary at the end show what the supervisor did.
-func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("demo", "demo [--duration D]")
-	duration := fs.Duration("duration", 20*time.Second, "how long to run (at least 2s)")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
-		return code
-	}
-	if *duration < 2*time.Second {
-		fmt.Fprintf(stderr, "mcpkeep demo: --duration must be at least 2s, got %v\n", *duration)
-		return 2
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpkeep demo: cannot find my own binary to run the fixture: %v\n", err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	d := &demo{
-		duration: *duration,
-		fixture: func(mode string) (string, []string, map[string]string) {
-			return exe, []string{"fixture", "--mode", mode}, nil
+func newDemoCmd() *cobra.Command {
+	duration := durationFlag{d: 20 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "demo [flags]",
+		Short: "watch a built-in server crash and recover (no setup, no network)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if duration.d < 2*time.Second {
+				fmt.Fprintf(stderr, "mcpkeep demo: --duration must be at least 2s, got %v\n", duration.d)
+				return exitError{2}
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				fmt.Fprintf(stderr, "mcpkeep demo: cannot find my own binary to run the fixture: %v\n", err)
+				return exitError{1}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			d := &demo{
+				duration: duration.d,
+				fixture: func(mode string) (string, []string, map[string]string) {
+					return exe, []string{"fixture", "--mode", mode}, nil
+				},
+				out: stdout,
+				tty: isTerminal(stdout),
+			}
+			return exit(d.run(ctx))
 		},
-		out: stdout,
-		tty: isTerminal(stdout),
 	}
-	return d.run(ctx)
+	cmd.Flags().Var(&duration, "duration", "how long to run (at least 2s)")
+	return cmd
 }
 
 // demo is one run of the demo. The fixture command is a field so tests
@@ -171,45 +177,6 @@ loop:
 	}
 	return 0
 }
-
-// demoOpener is transport.Stdio with the fixture's mode chosen per
-// generation: the demo's script.
-type demoOpener struct {
-	d      *demo
-	uptime time.Duration
-
-	mu   sync.Mutex
-	gens map[uint64]transport.Generation // for their exit status
-}
-
-func (o *demoOpener) stdio(gen uint64) *transport.Stdio {
-	path, args, env := o.d.fixture(o.d.modeFor(gen, o.uptime))
-	return &transport.Stdio{Command: path, Args: args, Env: env, Server: "demo"}
-}
-
-func (o *demoOpener) Open(ctx context.Context, gen uint64) (transport.Generation, error) {
-	g, err := o.stdio(gen).Open(ctx, gen)
-	if err == nil {
-		o.mu.Lock()
-		o.gens[gen] = g
-		o.mu.Unlock()
-	}
-	return g, err
-}
-
-// exit is how generation gen's process ended, as far as known.
-func (o *demoOpener) exit(gen uint64) string {
-	o.mu.Lock()
-	g := o.gens[gen]
-	o.mu.Unlock()
-	if g == nil {
-		return ""
-	}
-	return g.Exit().Status
-}
-
-// TerminationWindow lends the supervisor stdio's window.
-func (o *demoOpener) TerminationWindow() time.Duration { return o.stdio(1).TerminationWindow() }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -70,7 +70,7 @@ func TestDiagramSVGPointsToMakeDiagram(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	for _, args := range [][]string{
 		{"diagram", "--format", "svg"},
-		{"diagram", "-format=svg", "-o", dir},
+		{"diagram", "--format=svg", "-o", dir},
 	} {
 		code, out, errOut := runCLI(args...)
 		if code != 2 || out != "" || !strings.HasPrefix(errOut, "mcpkeep diagram: ") ||

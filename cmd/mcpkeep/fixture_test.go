@@ -13,7 +13,7 @@ func TestFixtureHelpListsFeatures(t *testing.T) {
 		t.Fatalf("code %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{
-		"Usage: mcpkeep fixture [--mode MODE]", "-mode",
+		"Usage:\n  mcpkeep fixture [flags]", "--mode MODE",
 		"Tools (faults):", "\n  crash ", "\n  grow ",
 		"Tools (features):", "\n  bump ", "\n  add-resource {uri} ", "\n  add-prompt {name} ", "\n  subscriptions {min} ",
 		"\n  log {level, text} ", "\n  log-all ", "\n  slow {steps, ms} ", "\n  cancelled {min} ",

@@ -2,11 +2,14 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // defaultOpsAddr is where `mcpkeep status` looks for a running instance
@@ -20,22 +23,17 @@ type listenOpts struct {
 	addr     string
 	stdio    bool
 	tokenEnv string
-	origins  kvList
+	origins  []string
 	metrics  string // --metrics-listen: health, readiness and metrics without MCP
 	token    string // read from tokenEnv by check; never logged
 }
 
-type kvList []string
-
-func (k *kvList) String() string     { return strings.Join(*k, ",") }
-func (k *kvList) Set(v string) error { *k = append(*k, v); return nil }
-
-func (l *listenOpts) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.addr, "listen", "", "serve hosts over Streamable HTTP at ADDR/mcp (host:port; port 0 picks one) instead of stdio")
-	fs.BoolVar(&l.stdio, "stdio", false, "with --listen, also serve a host on stdin/stdout")
-	fs.StringVar(&l.tokenEnv, "auth-token-env", "", "with --listen, require \"Authorization: Bearer <token>\" with the token in this environment variable (required off loopback)")
-	fs.Var(&l.origins, "allow-origin", "with --listen, a browser Origin allowed besides the server's own (repeatable)")
-	fs.StringVar(&l.metrics, "metrics-listen", "", "serve /healthz, /readyz and /metrics (no MCP) at ADDR, e.g. "+defaultOpsAddr)
+func (l *listenOpts) register(f *pflag.FlagSet) {
+	f.StringVar(&l.addr, "listen", "", "serve hosts over Streamable HTTP at `ADDR`/mcp (host:port; port 0 picks one) instead of stdio")
+	f.BoolVar(&l.stdio, "stdio", false, "with --listen, also serve a host on stdin/stdout")
+	f.StringVar(&l.tokenEnv, "auth-token-env", "", "with --listen, require \"Authorization: Bearer <token>\" with the token in the environment variable `VAR` (required off loopback)")
+	f.StringArrayVar(&l.origins, "allow-origin", nil, "with --listen, a browser `ORIGIN` allowed besides the server's own (repeatable)")
+	f.StringVar(&l.metrics, "metrics-listen", "", "serve /healthz, /readyz and /metrics (no MCP) at `ADDR`, e.g. "+defaultOpsAddr)
 }
 
 // check validates the combination and reads the token.
@@ -83,4 +81,16 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// listenAndServe binds addr and serves h on it; the returned server's
+// Addr is the bound address.
+func listenAndServe(addr string, h http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Addr: ln.Addr().String(), Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	return hs, nil
 }

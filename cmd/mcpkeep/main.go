@@ -1,107 +1,167 @@
-// Command mcpkeep keeps MCP servers connected. Each subcommand lives in its
-// own file and is listed in commands below; main only dispatches.
+// Command mcpkeep keeps MCP servers connected. It is built on cobra: each
+// subcommand lives in its own file as a newXCmd constructor; main.go holds
+// the root, its groups, and how errors become exit codes.
 package main
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
 )
-
-// command is one subcommand. run gets the arguments after the subcommand's
-// name and returns the process exit code: 0 success, 1 failure, 2 misuse.
-type command struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
-}
-
-// commands lists the subcommands in the order usage prints them. To add
-// one, write NAME.go with its run function and add a line here.
-var commands = []command{
-	{"proxy", "serve the configured servers over stdio (all of MCP), each server supervised", runProxy},
-	{"run", "wrap one server (-- COMMAND, or --url) under its own names: a one-line host config change", runRun},
-	{"demo", "watch a built-in server crash and recover (no setup, no network)", runDemo},
-	{"status", "print each server's state from a running instance's /readyz", runStatus},
-	{"check", "validate a config file and print each server's retry schedule", runCheck},
-	{"diagram", "render the connection lifecycle (DOT, Mermaid)", runDiagram},
-	{"replay", "check recorded event traces against the lifecycle", runReplay},
-	{"fixture", "the built-in MCP test server with fault modes", runFixture},
-	{"version", "print the version", runVersion},
-}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// run dispatches args to a subcommand.
+// run executes the command line args and returns the exit code: 0
+// success, 1 failure, 2 misuse. The tests call it in process.
+//
+// A command's RunE returns nil on success, an exitError once it has said
+// on stderr why it failed, and any other error for misuse. Misuse, like
+// cobra's own errors (an unknown command or flag, a bad flag value), is
+// reported as "mcpkeep CMD: message" and the command's usage on stderr.
 func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
 	if len(args) == 0 {
-		usage(stderr)
+		fmt.Fprint(stderr, root.UsageString())
 		return 2
 	}
-	name, rest := args[0], args[1:]
-	switch name {
-	case "-h", "-help", "--help":
-		usage(stdout)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	var ex exitError
+	switch {
+	case err == nil:
 		return 0
-	case "help":
-		if len(rest) == 0 {
-			usage(stdout)
-			return 0
-		}
-		name, rest = rest[0], []string{"--help"}
+	case errors.As(err, &ex):
+		return ex.code
 	}
-	for _, c := range commands {
-		if c.name == name {
-			return c.run(rest, stdout, stderr)
-		}
+	if cmd == nil {
+		cmd = root
 	}
-	fmt.Fprintf(stderr, "mcpkeep: unknown command %q\n\n", name)
-	usage(stderr)
+	fmt.Fprintf(stderr, "%s: %v%s\n\n%s", cmd.CommandPath(), err, singleDashHint(cmd, args), cmd.UsageString())
 	return 2
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, "mcpkeep keeps MCP servers connected.\n\nUsage:\n  mcpkeep <command> [flags]\n\nCommands:\n")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// newRoot builds the command tree writing to stdout and stderr. The
+// groups order the root's help.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mcpkeep",
+		Short: "mcpkeep keeps MCP servers connected",
+		Long: "mcpkeep keeps MCP servers connected: it supervises them (reconnecting with\n" +
+			"backoff) and serves them to MCP hosts as one resilient proxy.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	fmt.Fprint(w, "\nRun 'mcpkeep <command> --help' for a command's flags.\n")
+	// Before the completion command, which keeps the writer it is given.
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	for _, g := range []struct {
+		id, title string
+		cmds      []*cobra.Command
+	}{
+		{"serving", "Serving:", []*cobra.Command{newProxyCmd(), newRunCmd(), newStatusCmd()}},
+		{"checking", "Checking:", []*cobra.Command{newCheckCmd(), newDiagramCmd(), newReplayCmd()}},
+		{"trying", "Trying out:", []*cobra.Command{newDemoCmd(), newFixtureCmd()}},
+		{"other", "Other:", []*cobra.Command{newVersionCmd()}},
+	} {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, c := range g.cmds {
+			c.GroupID = g.id
+			root.AddCommand(c)
+		}
+	}
+	root.SetHelpCommand(newHelpCmd())
+	root.SetHelpCommandGroupID("other")
+	root.SetCompletionCommandGroupID("other")
+	// Execute adds these too; adding them now puts them in the usage
+	// printed when no command is given.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	strictCompletion(root)
+	return root
 }
 
-// newFlags returns a flag set whose usage starts with synopsis.
-func newFlags(name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: mcpkeep %s\n", synopsis)
-		fs.PrintDefaults()
+// strictCompletion makes `completion` without a known shell misuse (exit
+// 2); cobra would print its help and exit 0.
+func strictCompletion(root *cobra.Command) {
+	comp, _, err := root.Find([]string{"completion"})
+	if err != nil || comp == root {
+		return
 	}
-	return fs
+	comp.Args = cobra.ArbitraryArgs
+	comp.RunE = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown shell %q (want bash, zsh, fish or powershell)", args[0])
+		}
+		return errors.New("name a shell: bash, zsh, fish or powershell")
+	}
 }
 
-// parseFlags parses args into fs and accepts no positional arguments. When
-// ok is false the caller returns code: 0 after --help (usage on stdout), 2
-// after a usage error (message and usage on stderr).
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	if err == nil && fs.NArg() > 0 {
-		fmt.Fprintf(&out, "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		err = errors.New("unexpected argument")
+// newHelpCmd replaces cobra's help command, which exits 0 on an unknown
+// topic: `mcpkeep help NAME` of an unknown NAME is misuse (exit 2).
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "print a command's help, or this list",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return err
+			}
+			target.InitDefaultHelpFlag() // so the help lists -h, --help
+			return target.Help()
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, c := range cmd.Root().Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, cobra.CompletionWithDesc(c.Name(), c.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 	}
-	fs.SetOutput(stderr)
-	switch {
-	case err == nil:
-		return 0, true
-	case errors.Is(err, flag.ErrHelp):
-		io.Copy(stdout, &out)
-		return 0, false
-	default:
-		io.Copy(stderr, &out)
-		return 2, false
+}
+
+// singleDashHint gives the GNU spelling of the first argument that is
+// one of cmd's long flags with one dash, as the flag package took it
+// (-config): pflag reads it as shorthands and names a stray letter.
+func singleDashHint(cmd *cobra.Command, args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(name) > 1 && cmd.Flags().Lookup(name) != nil {
+			return fmt.Sprintf(" (a long flag takes two dashes: -%s)", a)
+		}
 	}
+	return ""
+}
+
+// exitError ends a command with code after the command said why.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exit turns an exit code into RunE's error: nil for 0.
+func exit(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return exitError{code}
+}
+
+// noArgs is the Args check of a command without operands.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q", args[0])
+	}
+	return nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 )
 
@@ -27,17 +29,68 @@ func TestNoArgsPrintsUsage(t *testing.T) {
 	}
 }
 
+// subcommands are mcpkeep's own commands (not cobra's help and
+// completion), each with its group.
+func subcommands(t *testing.T) []*cobra.Command {
+	t.Helper()
+	var cmds []*cobra.Command
+	for _, c := range newRoot(io.Discard, io.Discard).Commands() {
+		switch c.Name() {
+		case "help", "completion":
+			continue
+		}
+		if c.Short == "" || c.GroupID == "" || (c.Run == nil && c.RunE == nil) {
+			t.Errorf("command %q: incomplete (summary, group, run)", c.Name())
+		}
+		cmds = append(cmds, c)
+	}
+	if len(cmds) != 9 {
+		t.Errorf("%d commands, want proxy, run, status, check, diagram, replay, demo, fixture, version", len(cmds))
+	}
+	return cmds
+}
+
 func TestHelp(t *testing.T) {
-	for _, arg := range []string{"-h", "-help", "--help", "help"} {
+	for _, arg := range []string{"-h", "--help", "help"} {
 		code, out, errOut := runCLI(arg)
 		if code != 0 || errOut != "" {
 			t.Errorf("%s: code %d, stderr %q", arg, code, errOut)
 		}
-		for _, c := range commands {
-			if !strings.Contains(out, "  "+c.name+" ") || !strings.Contains(out, c.summary) {
-				t.Errorf("%s: usage does not list %s", arg, c.name)
+		for _, c := range subcommands(t) {
+			if !strings.Contains(out, "  "+c.Name()+" ") || !strings.Contains(out, c.Short) {
+				t.Errorf("%s: usage does not list %s", arg, c.Name())
 			}
 		}
+		for _, group := range []string{"Serving:", "Checking:", "Trying out:", "Other:", "  completion "} {
+			if !strings.Contains(out, group) {
+				t.Errorf("%s: usage lacks %q", arg, group)
+			}
+		}
+	}
+}
+
+// TestCompletion: cobra's completion command writes each shell's script.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := runCLI("completion", shell)
+		if code != 0 || errOut != "" || !strings.Contains(out, "mcpkeep") || len(out) < 1000 {
+			t.Errorf("completion %s: code %d, stderr %q, %d bytes", shell, code, errOut, len(out))
+		}
+	}
+	if code, _, _ := runCLI("completion", "tcsh"); code != 2 {
+		t.Errorf("completion tcsh: code %d, want 2", code)
+	}
+	// The flags' values complete from their fixed words.
+	code, out, _ := runCLI("__complete", "proxy", "--log-format", "")
+	if code != 0 || !strings.Contains(out, "text\njson\n") {
+		t.Errorf("__complete proxy --log-format: code %d, out %q", code, out)
+	}
+}
+
+func TestHelpOfUnknownCommand(t *testing.T) {
+	code, out, errOut := runCLI("help", "frobnicate")
+	if code != 2 || out != "" || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 
@@ -61,28 +114,25 @@ var takesOperands = map[string]bool{"replay": true}
 // TestEverySubcommandHelp: --help and `help NAME` print the subcommand's
 // usage on stdout and exit 0; a bad flag or a stray argument exits 2.
 func TestEverySubcommandHelp(t *testing.T) {
-	seen := map[string]bool{}
-	for _, c := range commands {
-		if seen[c.name] || c.summary == "" || c.run == nil {
-			t.Errorf("command %q: duplicate or incomplete", c.name)
-		}
-		seen[c.name] = true
-		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+	for _, c := range subcommands(t) {
+		usage := "Usage:\n  mcpkeep " + c.Name()
+		for _, args := range [][]string{{c.Name(), "--help"}, {c.Name(), "-h"}, {"help", c.Name()}} {
 			code, out, errOut := runCLI(args...)
-			if code != 0 || errOut != "" || !strings.HasPrefix(out, "Usage: mcpkeep "+c.name) {
+			if code != 0 || errOut != "" || !strings.Contains(out, usage) || !strings.Contains(out, "-h, --help") {
 				t.Errorf("%q: code %d, stdout %q, stderr %q", args, code, out, errOut)
 			}
 		}
-		code, out, errOut := runCLI(c.name, "--no-such-flag")
-		if code != 2 || out != "" || !strings.Contains(errOut, "no-such-flag") || !strings.Contains(errOut, "Usage: mcpkeep "+c.name) {
-			t.Errorf("%s --no-such-flag: code %d, stdout %q, stderr %q", c.name, code, out, errOut)
+		code, out, errOut := runCLI(c.Name(), "--no-such-flag")
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, "mcpkeep "+c.Name()+": ") ||
+			!strings.Contains(errOut, "no-such-flag") || !strings.Contains(errOut, usage) {
+			t.Errorf("%s --no-such-flag: code %d, stdout %q, stderr %q", c.Name(), code, out, errOut)
 		}
-		if takesOperands[c.name] {
+		if takesOperands[c.Name()] {
 			continue // its positional arguments are files: replay_test.go covers them
 		}
-		code, _, errOut = runCLI(c.name, "stray")
+		code, _, errOut = runCLI(c.Name(), "stray")
 		if code != 2 || !strings.Contains(errOut, `unexpected argument "stray"`) {
-			t.Errorf("%s stray: code %d, stderr %q", c.name, code, errOut)
+			t.Errorf("%s stray: code %d, stderr %q", c.Name(), code, errOut)
 		}
 	}
 }

@@ -1024,9 +1024,9 @@ func TestRunUsage(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Errorf("run --help: code %d, stderr %q", code, errOut)
 	}
-	for _, flag := range []string{"-url", "-name", "-max-attempts", "-initial-delay", "-max-delay", "-connect-timeout",
-		"-wait-for-ready", "-init-wait", "-env", "-cwd", "-header", "-log-format", "-log-level", "-trace"} {
-		if !strings.Contains(out, "  "+flag+" ") && !strings.Contains(out, "  "+flag+"\n") {
+	for _, flag := range []string{"--url", "--name", "--max-attempts", "--initial-delay", "--max-delay", "--connect-timeout",
+		"--wait-for-ready", "--init-wait", "--env", "--cwd", "--header", "--log-format", "--log-level", "--trace"} {
+		if !strings.Contains(out, "  "+flag+" ") {
 			t.Errorf("run --help does not list %s:\n%s", flag, out)
 		}
 	}

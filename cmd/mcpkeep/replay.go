@@ -1,42 +1,40 @@
 package main
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/mcpkeep/mcpkeep/trace"
+	"github.com/spf13/cobra"
 )
 
-// runReplay is `mcpkeep replay FILE...`: it checks each trace against the
+// newReplayCmd is `mcpkeep replay FILE...`: it checks each trace against the
 // declared lifecycle (trace.Check) and prints one summary line per valid
 // file on stdout. The first invalid file is reported as "FILE:LINE:
 // reason" on stderr with exit status 1. FILE "-" is stdin.
-func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("replay", "replay FILE...\n\n"+
-		"Check recorded event traces (mcpkeep proxy --trace, trace.Writer) against the\n"+
-		"declared lifecycle and its invariants. Exit 0 with a summary line per valid\n"+
-		"file; exit 1 with FILE:LINE: reason at the first problem. FILE - is stdin.\n")
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		io.Copy(stdout, &out)
-		return 0
-	case err != nil:
-		io.Copy(stderr, &out)
-		return 2
-	case fs.NArg() == 0:
-		fmt.Fprintln(stderr, "mcpkeep replay: no trace file given")
-		fs.Usage()
-		return 2
+func newReplayCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "replay [flags] FILE...",
+		Short: "check recorded event traces against the lifecycle",
+		Long: "Check recorded event traces (mcpkeep proxy --trace, trace.Writer) against the\n" +
+			"declared lifecycle and its invariants. Exit 0 with a summary line per valid\n" +
+			"file; exit 1 with FILE:LINE: reason at the first problem. FILE - is stdin.",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("no trace file given")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return exit(replay(args, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
 	}
-	for _, name := range fs.Args() {
+}
+
+func replay(files []string, stdout, stderr io.Writer) int {
+	for _, name := range files {
 		s, err := replayFile(name)
 		if err != nil {
 			var le *trace.LineError

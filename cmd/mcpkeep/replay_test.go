@@ -65,7 +65,7 @@ func TestReplayUsage(t *testing.T) {
 	if code, _, errOut := runCLI("replay"); code != 2 || !strings.Contains(errOut, "no trace file given") {
 		t.Errorf("no file: code %d, stderr %q", code, errOut)
 	}
-	if code, out, _ := runCLI("replay", "--help"); code != 0 || !strings.Contains(out, "Usage: mcpkeep replay FILE...") {
+	if code, out, _ := runCLI("replay", "--help"); code != 0 || !strings.Contains(out, "Usage:\n  mcpkeep replay [flags] FILE...") {
 		t.Errorf("--help: code %d, stdout %q", code, out)
 	}
 }

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"strings"
+	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
@@ -18,11 +16,6 @@ import (
 	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// shutdownBound caps the whole shutdown at exit. Each supervisor bounds
-// its own drain by its termination window (about 5 s for stdio), so this
-// is only the last resort against a transport that ignores its own bound.
-const shutdownBound = 30 * time.Second
 
 // serving is one run of `mcpkeep proxy` or `mcpkeep run`: the wiring of
 // a proxy.Server to stdio, HTTP listeners, signals, the trace and metrics.
@@ -34,6 +27,21 @@ type serving struct {
 	sdkLog    bool // pass the logger to the SDK's server too
 	opts      proxy.Options
 	listen    listenOpts
+}
+
+// serve runs sv on the process's stdin and stdout with its signals:
+// SIGINT and SIGTERM stop it, SIGHUP reloads. A host that dies leaves
+// stdout a broken pipe: unhandled, SIGPIPE on fd 1 kills the process
+// before it disposes its servers; noticed, the write fails with EPIPE and
+// the proxy shuts down in order.
+func (sv *serving) serve(stdout io.Writer) int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	return sv.run(os.Stdin, writeCloser(stdout), sigs)
 }
 
 // run serves until the host closes in (stdin EOF, when serving stdio) or
@@ -148,80 +156,3 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 		}
 	})
 }
-
-// shutdown stops the listeners and the proxy together (the listeners'
-// Shutdown waits for the open streams that the proxy's Shutdown closes)
-// and reports code, or 1 when some server's shutdown did not complete.
-func (sv *serving) shutdown(srv *proxy.Server, servers []*http.Server, code int, stop func()) int {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound)
-	defer cancel()
-	start := time.Now()
-	listeners := make(chan struct{})
-	go func() {
-		defer close(listeners)
-		for _, hs := range servers {
-			_ = hs.Shutdown(ctx)
-		}
-	}()
-	err := srv.Shutdown(ctx)
-	stop()
-	<-listeners
-	if err != nil {
-		sv.logErrors("incomplete shutdown", err)
-		return 1
-	}
-	sv.log.Info("stopped", slog.Duration("took", time.Since(start)))
-	return code
-}
-
-// listenAndServe binds addr and serves h on it; the returned server's
-// Addr is the bound address.
-func listenAndServe(addr string, h http.Handler) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	hs := &http.Server{Addr: ln.Addr().String(), Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	return hs, nil
-}
-
-// reload re-reads the config and applies it; a config that does not load
-// leaves everything as it was.
-func (sv *serving) reload(ctx context.Context, srv *proxy.Server) {
-	cfg, warns, err := sv.load()
-	sv.warn(warns)
-	if err != nil {
-		sv.logErrors("reload failed, config unchanged", err)
-		return
-	}
-	if err := srv.Reload(ctx, cfg); err != nil {
-		sv.logErrors("reload", err)
-	}
-}
-
-func (sv *serving) warn(warns []config.Warning) {
-	for _, w := range warns {
-		sv.log.Warn("config", slog.String("path", w.Path), slog.String("warning", w.Message))
-	}
-}
-
-// logErrors logs each error of a join on its own line.
-func (sv *serving) logErrors(msg string, err error) {
-	for _, line := range strings.Split(err.Error(), "\n") {
-		sv.log.Error(msg, slog.String("err", line))
-	}
-}
-
-// writeCloser lets the SDK close stdout at the end without closing a
-// writer that is not ours to close.
-func writeCloser(w io.Writer) io.WriteCloser {
-	if wc, ok := w.(io.WriteCloser); ok {
-		return wc
-	}
-	return nopWriteCloser{w}
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

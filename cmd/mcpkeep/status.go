@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/proxy"
+	"github.com/spf13/cobra"
 )
 
 // statusTimeout bounds status's one request.
@@ -19,25 +20,30 @@ const statusTimeout = 5 * time.Second
 // statusBodyLimit bounds the /readyz answer status reads.
 const statusBodyLimit = 4 << 20
 
-// runStatus is `mcpkeep status`: it asks a running instance's /readyz and
-// prints each server's state. Exit 0 ready, 1 not ready, 2 unreachable or
-// an answer that is not mcpkeep's /readyz (or a usage error).
-func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("status", "status [--addr ADDR]")
-	addr := fs.String("addr", defaultOpsAddr, "the instance's health address (--metrics-listen or --listen): HOST:PORT or an http(s):// URL")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
-		return code
+// newStatusCmd is `mcpkeep status`: it asks a running instance's /readyz
+// and prints each server's state. Exit 0 ready, 1 not ready, 2 unreachable
+// or an answer that is not mcpkeep's /readyz (or a usage error).
+func newStatusCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "status [flags]",
+		Short: "print each server's state from a running instance's /readyz",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, err := fetchReadiness(addr)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "mcpkeep status: %v\n", err)
+				return exitError{2}
+			}
+			printStatus(cmd.OutOrStdout(), rep)
+			if !rep.Ready {
+				return exitError{1}
+			}
+			return nil
+		},
 	}
-	rep, err := fetchReadiness(*addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpkeep status: %v\n", err)
-		return 2
-	}
-	printStatus(stdout, rep)
-	if !rep.Ready {
-		return 1
-	}
-	return 0
+	cmd.Flags().StringVar(&addr, "addr", defaultOpsAddr, "the instance's health address (--metrics-listen or --listen): `HOST:PORT` or an http(s):// URL")
+	return cmd
 }
 
 // readyzURL is addr's /readyz: addr is HOST:PORT, or a URL whose path

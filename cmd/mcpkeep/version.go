@@ -2,21 +2,25 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at link time: go build -ldflags "-X main.version=v1.2.3".
 var version string
 
-func runVersion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("version", "version")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
-		return code
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                   "version",
+		Short:                 "print the version",
+		DisableFlagsInUseLine: true,
+		Args:                  noArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "mcpkeep %s %s %s/%s\n", resolveVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		},
 	}
-	fmt.Fprintf(stdout, "mcpkeep %s %s %s/%s\n", resolveVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return 0
 }
 
 // resolveVersion prefers the linker-set version, then the module version

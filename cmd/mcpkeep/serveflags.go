@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+)
+
+// serveFlags are the flags proxy and run share: logging, the trace, and
+// serving hosts over HTTP.
+type serveFlags struct {
+	format, level, trace string
+	listen               listenOpts
+}
+
+func (s *serveFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&s.format, "log-format", "text", "log `FORMAT` on stderr: text | json (one object per line)")
+	f.StringVar(&s.level, "log-level", "info", "`LEVEL`: debug | info | warn | error (debug adds the servers' stderr and the SDK's logs)")
+	f.StringVar(&s.trace, "trace", "", "append every lifecycle transition to `FILE` as JSON lines")
+	s.listen.register(f)
+	completeWords(cmd, "log-format", "text", "json")
+	completeWords(cmd, "log-level", "debug", "info", "warn", "error")
+	_ = cmd.MarkFlagFilename("trace")
+}
+
+// serving is the serving of these flags: the caller adds load and opts.
+// Invalid log flags or listen combinations are errors naming the flags.
+func (s *serveFlags) serving(stderr io.Writer) (*serving, error) {
+	log, err := newLogger(stderr, s.format, s.level)
+	if err = errors.Join(err, s.listen.check()); err != nil {
+		return nil, err
+	}
+	return &serving{tracePath: s.trace, log: log, sdkLog: s.level == "debug", listen: s.listen}, nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+}
