@@ -84,6 +84,11 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "url":
 			sc.URL, err = decodeString(f)
 			urlPath = f.path
+			if err == nil && strings.TrimSpace(sc.URL) == "" {
+				// Else neither transport would be chosen, and nothing said
+				// so (found by FuzzParse).
+				err = ruleError(f.path, "must not be empty")
+			}
 		case "headers":
 			hdrMembers, sc.Headers, err = decodeStringMap(f)
 			headers = f.path

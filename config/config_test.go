@@ -175,6 +175,7 @@ func TestConfigErrors(t *testing.T) {
 		{"both", `{"mcpServers":{"a":{"command":"x","url":"http://h"}}}`, "mcpServers.a.url: a server has either command (stdio) or url (HTTP), not both"},
 		{"neither", `{"mcpServers":{"a":{"args":[]}}}`, "mcpServers.a: needs command (a stdio server) or url (a Streamable HTTP server)"},
 		{"empty command", `{"mcpServers":{"a":{"command":" "}}}`, "mcpServers.a.command: must not be empty"},
+		{"empty url", `{"mcpServers":{"a":{"url":""}}}`, "mcpServers.a.url: must not be empty"},
 		{"args type", `{"mcpServers":{"a":{"command":"x","args":["ok",3]}}}`, "mcpServers.a.args[1]: must be a string, got number"},
 		{"env type", `{"mcpServers":{"a":{"command":"x","env":{"K":1}}}}`, "mcpServers.a.env.K: must be a string, got number"},
 		{"env name", `{"mcpServers":{"a":{"command":"x","env":{"A=B":"1"}}}}`, `mcpServers.a.env["A=B"]: is not a valid environment variable name`},
