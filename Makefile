@@ -5,7 +5,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The race detector needs cgo; go env reports CGO_ENABLED=0 without a C compiler.
 RACE        := $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race)
 
-.PHONY: build test lint diagram bench demo
+.PHONY: build test lint diagram bench demo fuzz
 
 # Builds every package, and the release binary bin/mcpkeep (stripped of
 # symbol tables and DWARF, paths trimmed: 13.1 MB instead of 19.0 MB).
@@ -16,6 +16,19 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test $(RACE) -count=1 -timeout 600s ./...
+
+# Each fuzz target for FUZZTIME, one after another (docs/design.md §19). Their
+# seed corpora (f.Add, and testdata/fuzz/ for the crashes found) run in make
+# test as plain tests; a crash found here is written to testdata/fuzz/.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./config:FuzzParse ./trace:FuzzRead ./tools:FuzzBuild ./tools:FuzzBuildCatalog \
+	./tools:FuzzPublicNames ./transport:FuzzRedactURL
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "$(GO) test -run '^$$' -fuzz '^$$fn\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 lint:
 	@out=$$($(GOFMT) -l .); if [ -n "$$out" ]; then echo "not gofmt-ed:" >&2; echo "$$out" >&2; exit 1; fi

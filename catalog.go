@@ -49,6 +49,9 @@ type lists struct {
 	prompts   []tools.Prompt
 	resources []tools.Resource
 	templates []tools.Template
+	// refused are the items left out because a host could not take them
+	// (docs/design.md §19), for apply to log.
+	refused []tools.Refusal
 }
 
 // list fetches every page of each kind in kinds and builds the server's
@@ -59,7 +62,7 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 	l := &lists{kinds: kinds}
 	var err error
 	if kinds&kindTools != 0 {
-		if l.tools, err = s.listTools(ctx, cs); err != nil {
+		if l.tools, l.refused, err = s.listTools(ctx, cs); err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
 	}
@@ -77,16 +80,19 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, fmt.Errorf("resources/list: %w", err)
 		}
-		if l.resources, err = tools.BuildResources(s.opts.Name, rs, s.opts.Limits); err != nil {
+		var refused []tools.Refusal
+		if l.resources, refused, err = tools.BuildResources(s.opts.Name, rs, s.opts.Limits); err != nil {
 			return nil, err
 		}
+		l.refused = append(l.refused, refused...)
 		ts, err := collect(cs.ResourceTemplates(ctx, nil))
 		if err != nil {
 			return nil, fmt.Errorf("resources/templates/list: %w", err)
 		}
-		if l.templates, err = tools.BuildTemplates(s.opts.Name, ts, s.opts.Limits); err != nil {
+		if l.templates, refused, err = tools.BuildTemplates(s.opts.Name, ts, s.opts.Limits); err != nil {
 			return nil, err
 		}
+		l.refused = append(l.refused, refused...)
 	}
 	return l, nil
 }
@@ -107,16 +113,17 @@ func collect[T any](seq func(func(T, error) bool)) ([]T, error) {
 	return out, nil
 }
 
-// listTools fetches every page and builds the server's definitions.
-func (s *Supervisor) listTools(ctx context.Context, cs *mcp.ClientSession) ([]tools.Tool, error) {
+// listTools fetches every page and builds the server's definitions,
+// leaving out (and returning) the tools a host could not take.
+func (s *Supervisor) listTools(ctx context.Context, cs *mcp.ClientSession) ([]tools.Tool, []tools.Refusal, error) {
 	var list []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		list = append(list, t)
 	}
-	return tools.Build(s.opts.Name, list, s.opts.Namer, s.opts.Limits)
+	return tools.BuildTools(s.opts.Name, list, s.opts.Namer, s.opts.Limits)
 }
 
 // apply swaps each listed kind into its sink for generation g, kind by
@@ -125,6 +132,7 @@ func (s *Supervisor) listTools(ctx context.Context, cs *mcp.ClientSession) ([]to
 // whose swap failed keeps its previous registrations (R20).
 func (lc *lifecycle) apply(g *generation, l *lists) error {
 	name, cat := lc.opts.Name, lc.opts.Catalog
+	lc.logRefused(g, l.refused)
 	var errs []error
 	if l.kinds&kindTools != 0 {
 		if err := lc.opts.Sink.Replace(name, g.n, l.tools); err != nil {
@@ -154,6 +162,29 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 	}
 	g.view.Store(newCatalogView(&lc.listed))
 	return errors.Join(errs...)
+}
+
+// logRefused logs each item a sync left out (docs/design.md §19), once per
+// generation: a re-sync that lists the same bad item again stays quiet.
+func (lc *lifecycle) logRefused(g *generation, refused []tools.Refusal) {
+	for _, r := range refused {
+		k := refusedKey{r.Kind, r.Key}
+		if g.refused[k] {
+			continue
+		}
+		if g.refused == nil {
+			g.refused = make(map[refusedKey]bool)
+		}
+		g.refused[k] = true
+		lc.log(slog.LevelWarn, "item refused", g, slog.String("kind", r.Kind.String()),
+			slog.String("key", r.Key), slog.String("err", r.Reason))
+	}
+}
+
+// refusedKey identifies a refused item within its server's lists.
+type refusedKey struct {
+	kind tools.ListKind
+	key  string
 }
 
 // syncFailed logs a failed re-sync: the previous registrations stay.

@@ -52,8 +52,9 @@ type generation struct {
 	failed      bool // the first failure signal was seen
 	ending      bool // teardown started
 	barrierDone bool
-	syncing     listKinds // the kind whose sync is running (one at a time), or none
-	pending     listKinds // kinds with a list_changed no sync has covered yet
+	syncing     listKinds           // the kind whose sync is running (one at a time), or none
+	pending     listKinds           // kinds with a list_changed no sync has covered yet
+	refused     map[refusedKey]bool // items already logged as refused
 
 	connectTimer *clock.Timer
 	deferTimer   *clock.Timer

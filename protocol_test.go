@@ -63,6 +63,7 @@ type protoFixture struct {
 	noSubscribe                   bool            // they offer no resource subscriptions
 	connectErr                    error           // their transport's Connect fails
 	gate                          map[uint64]chan struct{}
+	mangle                        func(method string, res mcp.Result) // edits list results before they are sent
 
 	servers    map[uint64]*mcp.Server
 	recs       []protoRec
@@ -234,6 +235,12 @@ func (f *protoFixture) middleware(gen uint64) mcp.Middleware {
 				}
 			}
 			res, err := next(ctx, method, req)
+			f.mu.Lock()
+			mangle := f.mangle
+			f.mu.Unlock()
+			if mangle != nil && err == nil {
+				mangle(method, res)
+			}
 			if after != nil {
 				select {
 				case <-after:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -83,6 +84,11 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "url":
 			sc.URL, err = decodeString(f)
 			urlPath = f.path
+			if err == nil && strings.TrimSpace(sc.URL) == "" {
+				// Else neither transport would be chosen, and nothing said
+				// so (found by FuzzParse).
+				err = ruleError(f.path, "must not be empty")
+			}
 		case "headers":
 			hdrMembers, sc.Headers, err = decodeStringMap(f)
 			headers = f.path
@@ -227,12 +233,31 @@ func (p *parser) checkURL(path jsonPath, raw string) {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		p.fail(&Error{Path: string(path), Rule: "is not a valid URL", Err: err})
+		// Neither the URL nor url.Error's quote of it: it may hold a
+		// password or a key in its query (docs/design.md §8).
+		p.fail(ruleError(path, "is not a valid URL: %s (%s)", urlProblem(err), transport.RedactURL(raw)))
 	case u.Scheme != "http" && u.Scheme != "https":
 		p.fail(ruleError(path, "must be an http:// or https:// URL, got scheme %q", u.Scheme))
 	case u.Host == "":
 		p.fail(ruleError(path, "must name a host"))
 	}
+}
+
+// urlProblem says what url.Parse found wrong without quoting the URL: an
+// escape it quotes may sit inside a password.
+func urlProblem(err error) string {
+	var ee url.EscapeError
+	var he url.InvalidHostError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ee):
+		return "invalid %-escape"
+	case errors.As(err, &he):
+		return "invalid character in host"
+	case errors.As(err, &ue) && !strings.ContainsAny(ue.Err.Error(), "\"'`"):
+		return ue.Err.Error()
+	}
+	return "does not parse"
 }
 
 // checkHeaders validates header names, and the values as they expand

@@ -175,11 +175,16 @@ func TestConfigErrors(t *testing.T) {
 		{"both", `{"mcpServers":{"a":{"command":"x","url":"http://h"}}}`, "mcpServers.a.url: a server has either command (stdio) or url (HTTP), not both"},
 		{"neither", `{"mcpServers":{"a":{"args":[]}}}`, "mcpServers.a: needs command (a stdio server) or url (a Streamable HTTP server)"},
 		{"empty command", `{"mcpServers":{"a":{"command":" "}}}`, "mcpServers.a.command: must not be empty"},
+		{"empty url", `{"mcpServers":{"a":{"url":""}}}`, "mcpServers.a.url: must not be empty"},
 		{"args type", `{"mcpServers":{"a":{"command":"x","args":["ok",3]}}}`, "mcpServers.a.args[1]: must be a string, got number"},
 		{"env type", `{"mcpServers":{"a":{"command":"x","env":{"K":1}}}}`, "mcpServers.a.env.K: must be a string, got number"},
 		{"env name", `{"mcpServers":{"a":{"command":"x","env":{"A=B":"1"}}}}`, `mcpServers.a.env["A=B"]: is not a valid environment variable name`},
 		{"headers on stdio", `{"mcpServers":{"a":{"command":"x","headers":{}}}}`, "mcpServers.a.headers: only for url servers"},
 		{"args on http", `{"mcpServers":{"a":{"url":"http://h","args":[]}}}`, "mcpServers.a.args: only for stdio servers"},
+		{"bad URL", `{"mcpServers":{"a":{"url":"http://user:p%zzSECRET@h/?api_key=SECRET"}}}`,
+			`mcpServers.a.url: is not a valid URL: invalid %-escape (http://h/***)`},
+		{"bad URL control", "{\"mcpServers\":{\"a\":{\"url\":\"http://h/?api_key=SECRET\\u0001\"}}}",
+			`mcpServers.a.url: is not a valid URL: net/url: invalid control character in URL (http://h/***)`},
 		{"bad scheme", `{"mcpServers":{"a":{"url":"ftp://h"}}}`, `mcpServers.a.url: must be an http:// or https:// URL, got scheme "ftp"`},
 		{"header name", `{"mcpServers":{"a":{"url":"http://h","headers":{"Bad Header":"v"}}}}`, `mcpServers.a.headers["Bad Header"]: is not a valid HTTP header name`},
 		{"header newline", `{"mcpServers":{"a":{"url":"http://h","headers":{"X":"${NL}"}}}}`, "mcpServers.a.headers.X: must not contain CR, LF or NUL"},
@@ -197,6 +202,9 @@ func TestConfigErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error\n  %v\nwant it to contain\n  %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("error %v leaks the URL's secret", err)
 			}
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("error does not match ErrInvalidConfig: %v", err)

@@ -30,11 +30,33 @@ var emptyObjectSchema = json.RawMessage(`{"type":"object"}`)
 // MaxTools or a schema larger than MaxSchemaBytes (ErrLimit); a nil tool,
 // two tools of one original name, or a namer result that is not one valid,
 // unique public name per tool (ErrInvalidName); a schema that does not
-// marshal.
+// marshal; a tool that BuildTools would refuse (ErrRefused, a
+// *RefusedError for the first).
 func Build(server string, list []*mcp.Tool, namer Namer, lim Limits) ([]Tool, error) {
+	defs, refused, err := BuildTools(server, list, namer, lim)
+	if err != nil {
+		return nil, err
+	}
+	if len(refused) > 0 {
+		return nil, &RefusedError{Server: server, Refusal: refused[0]}
+	}
+	return defs, nil
+}
+
+// BuildTools is Build for a list that may hold tools a host cannot take:
+// a tool the go-sdk's Server.AddTool would panic on (an input schema that
+// is not a JSON object of "type": "object", a schema nested deeper than
+// the SDK reads, an invalid x-mcp-header annotation; see checkTool) is
+// left out of defs and returned in refused, in list order, with the
+// reason. Every other failure fails the whole list, as in Build.
+//
+// Public names are given before refusing, over the whole list, so a tool's
+// name does not change when another tool of its server is refused or
+// mended.
+func BuildTools(server string, list []*mcp.Tool, namer Namer, lim Limits) (defs []Tool, refused []Refusal, _ error) {
 	lim = lim.resolve()
 	if err := lim.checkCount(server, len(list)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if namer == nil {
 		namer = PublicNames
@@ -43,10 +65,10 @@ func Build(server string, list []*mcp.Tool, namer Namer, lim Limits) ([]Tool, er
 	seen := make(map[string]bool, len(list))
 	for i, t := range list {
 		if t == nil {
-			return nil, &NameError{Server: server, Reason: fmt.Sprintf("tool #%d is nil", i)}
+			return nil, nil, &NameError{Server: server, Reason: fmt.Sprintf("tool #%d is nil", i)}
 		}
 		if seen[t.Name] {
-			return nil, &NameError{Server: server, Tool: t.Name, Reason: "listed twice"}
+			return nil, nil, &NameError{Server: server, Tool: t.Name, Reason: "listed twice"}
 		}
 		seen[t.Name] = true
 		names[i] = t.Name
@@ -54,11 +76,12 @@ func Build(server string, list []*mcp.Tool, namer Namer, lim Limits) ([]Tool, er
 
 	public := namer(server, slices.Clone(names)) // a namer may not scribble on ours
 	if len(public) != len(list) {
-		return nil, &NameError{Server: server,
+		return nil, nil, &NameError{Server: server,
 			Reason: fmt.Sprintf("namer returned %d names for %d tools", len(public), len(list))}
 	}
 
-	defs := make([]Tool, len(list))
+	defs = make([]Tool, len(list))
+	ok := make(map[string]bool, len(list)) // public names of the tools kept
 	for i, t := range list {
 		d := Tool{
 			PublicName:  public[i],
@@ -69,24 +92,32 @@ func Build(server string, list []*mcp.Tool, namer Namer, lim Limits) ([]Tool, er
 		}
 		var err error
 		if d.InputSchema, err = marshalSchema(t.InputSchema); err != nil {
-			return nil, fmt.Errorf("tools: server %q tool %q: inputSchema: %w", server, t.Name, err)
+			return nil, nil, fmt.Errorf("tools: server %q tool %q: inputSchema: %w", server, t.Name, err)
 		}
 		if d.InputSchema == nil {
 			d.InputSchema = slices.Clone(emptyObjectSchema)
 		}
 		if d.OutputSchema, err = marshalSchema(t.OutputSchema); err != nil {
-			return nil, fmt.Errorf("tools: server %q tool %q: outputSchema: %w", server, t.Name, err)
+			return nil, nil, fmt.Errorf("tools: server %q tool %q: outputSchema: %w", server, t.Name, err)
 		}
 		if err := lim.checkSchemas(server, &d); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if why := checkTool(&d); why != "" {
+			refused = append(refused, Refusal{Kind: KindTools, Key: t.Name, Reason: why})
+		} else {
+			ok[d.PublicName] = true
 		}
 		defs[i] = d
 	}
 	slices.SortFunc(defs, byPublicName)
 	if err := checkNames(server, defs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return defs, nil
+	if len(refused) > 0 {
+		defs = slices.DeleteFunc(defs, func(d Tool) bool { return !ok[d.PublicName] })
+	}
+	return defs, refused, nil
 }
 
 // marshalSchema returns nil for an absent schema (nil, or a JSON null).

@@ -83,7 +83,7 @@ func TestBuildLimits(t *testing.T) {
 		t.Errorf("at the limit: %v", err)
 	}
 
-	huge := json.RawMessage(`{"description":"` + strings.Repeat("x", 100) + `"}`)
+	huge := json.RawMessage(`{"description":"` + strings.Repeat("x", 100) + `","type":"object"}`)
 	for _, tc := range []struct {
 		field string
 		tool  *mcp.Tool

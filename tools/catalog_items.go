@@ -11,13 +11,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ListKind names one of the lists a server offers besides its tools.
+// ListKind names one of the lists a server offers besides its tools; and
+// the tools list, where a Refusal needs to name it.
 type ListKind uint8
 
 const (
 	KindPrompts ListKind = iota + 1
 	KindResources
 	KindTemplates
+	KindTools // only in a Refusal: tools are a Sink's, not a Catalog's
 )
 
 func (k ListKind) String() string {
@@ -28,8 +30,25 @@ func (k ListKind) String() string {
 		return "resources"
 	case KindTemplates:
 		return "resource templates"
+	case KindTools:
+		return "tools"
 	}
 	return "ListKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// singular names one item of the kind.
+func (k ListKind) singular() string {
+	switch k {
+	case KindPrompts:
+		return "prompt"
+	case KindResources:
+		return "resource"
+	case KindTemplates:
+		return "resource template"
+	case KindTools:
+		return "tool"
+	}
+	return k.String()
 }
 
 // A Prompt is one registered prompt: shown to the host under PublicName
@@ -116,58 +135,69 @@ func BuildPrompts(server string, list []*mcp.Prompt, namer Namer, lim Limits) ([
 
 // BuildResources converts a server's resource list, sorted by URI. It
 // rejects more than MaxResources, a nil resource, an empty URI and a URI
-// listed twice.
-func BuildResources(server string, list []*mcp.Resource, lim Limits) ([]Resource, error) {
+// listed twice. A resource whose URI does not parse as a URL (url.Parse,
+// the go-sdk's check: its AddResource panics on one) is left out and
+// returned in refused, with the reason; the rest are built.
+func BuildResources(server string, list []*mcp.Resource, lim Limits) (_ []Resource, refused []Refusal, _ error) {
 	lim = lim.resolve()
 	if err := lim.checkKind(server, KindResources, len(list)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]Resource, 0, len(list))
 	for i, r := range list {
 		if r == nil || r.URI == "" {
-			return nil, &NameError{Server: server, Reason: fmt.Sprintf("resource #%d has no URI", i)}
+			return nil, nil, &NameError{Server: server, Reason: fmt.Sprintf("resource #%d has no URI", i)}
+		}
+		if why := checkURI(r.URI); why != "" {
+			refused = append(refused, Refusal{Kind: KindResources, Key: r.URI, Reason: why})
+			continue
 		}
 		raw, err := json.Marshal(r)
 		if err != nil {
-			return nil, fmt.Errorf("tools: server %q resource %q: %w", server, r.URI, err)
+			return nil, nil, fmt.Errorf("tools: server %q resource %q: %w", server, r.URI, err)
 		}
 		out = append(out, Resource{Server: server, URI: r.URI, Def: r, raw: raw})
 	}
 	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
 	for i := 1; i < len(out); i++ {
 		if out[i].URI == out[i-1].URI {
-			return nil, &NameError{Server: server, Public: out[i].URI, Reason: "resource URI listed twice"}
+			return nil, nil, &NameError{Server: server, Public: out[i].URI, Reason: "resource URI listed twice"}
 		}
 	}
-	return out, nil
+	return out, refused, nil
 }
 
 // BuildTemplates converts a server's resource templates, sorted by URI
 // template, rejecting more than MaxTemplates, a nil or empty template and
-// one listed twice.
-func BuildTemplates(server string, list []*mcp.ResourceTemplate, lim Limits) ([]Template, error) {
+// one listed twice. A template the go-sdk cannot parse as RFC 6570 (its
+// AddResourceTemplate panics on one) is left out and returned in refused.
+func BuildTemplates(server string, list []*mcp.ResourceTemplate, lim Limits) (_ []Template, refused []Refusal, _ error) {
 	lim = lim.resolve()
 	if err := lim.checkKind(server, KindTemplates, len(list)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]Template, 0, len(list))
 	for i, t := range list {
 		if t == nil || t.URITemplate == "" {
-			return nil, &NameError{Server: server, Reason: fmt.Sprintf("resource template #%d has no URI template", i)}
+			return nil, nil, &NameError{Server: server, Reason: fmt.Sprintf("resource template #%d has no URI template", i)}
+		}
+		if why := checkTemplate(t.URITemplate); why != "" {
+			refused = append(refused, Refusal{Kind: KindTemplates, Key: t.URITemplate, Reason: why})
+			continue
 		}
 		raw, err := json.Marshal(t)
 		if err != nil {
-			return nil, fmt.Errorf("tools: server %q resource template %q: %w", server, t.URITemplate, err)
+			return nil, nil, fmt.Errorf("tools: server %q resource template %q: %w", server, t.URITemplate, err)
 		}
 		out = append(out, Template{Server: server, URITemplate: t.URITemplate, Def: t, raw: raw})
 	}
 	slices.SortFunc(out, func(a, b Template) int { return strings.Compare(a.URITemplate, b.URITemplate) })
 	for i := 1; i < len(out); i++ {
 		if out[i].URITemplate == out[i-1].URITemplate {
-			return nil, &NameError{Server: server, Public: out[i].URITemplate, Reason: "resource template listed twice"}
+			return nil, nil, &NameError{Server: server, Public: out[i].URITemplate, Reason: "resource template listed twice"}
 		}
 	}
-	return out, nil
+	return out, refused, nil
 }
 
 // item is what the Catalog needs of each kind's entries.

@@ -42,9 +42,9 @@ func catResources(t testing.TB, server string, uris ...string) []Resource {
 	for i, u := range uris {
 		list[i] = &mcp.Resource{URI: u, Name: u}
 	}
-	rs, err := BuildResources(server, list, Limits{})
-	if err != nil {
-		t.Fatalf("BuildResources(%s, %q): %v", server, uris, err)
+	rs, refused, err := BuildResources(server, list, Limits{})
+	if err != nil || refused != nil {
+		t.Fatalf("BuildResources(%s, %q): %v %v", server, uris, refused, err)
 	}
 	return rs
 }
@@ -55,9 +55,9 @@ func catTemplates(t testing.TB, server string, tmpls ...string) []Template {
 	for i, u := range tmpls {
 		list[i] = &mcp.ResourceTemplate{URITemplate: u, Name: u}
 	}
-	ts, err := BuildTemplates(server, list, Limits{})
-	if err != nil {
-		t.Fatalf("BuildTemplates(%s, %q): %v", server, tmpls, err)
+	ts, refused, err := BuildTemplates(server, list, Limits{})
+	if err != nil || refused != nil {
+		t.Fatalf("BuildTemplates(%s, %q): %v %v", server, tmpls, refused, err)
 	}
 	return ts
 }
@@ -205,14 +205,14 @@ func TestBuildCatalogLimits(t *testing.T) {
 	wantLimit(t, err, LimitMaxPrompts, 2, 3)
 
 	res := []*mcp.Resource{{URI: "x://1"}, {URI: "x://2"}}
-	_, err = BuildResources("srv", res, lim)
+	_, _, err = BuildResources("srv", res, lim)
 	wantLimit(t, err, LimitMaxResources, 1, 2)
 
 	tmpl := []*mcp.ResourceTemplate{{URITemplate: "a/{x}"}, {URITemplate: "b/{x}"}, {URITemplate: "c/{x}"}, {URITemplate: "d/{x}"}}
-	if _, err := BuildTemplates("srv", tmpl[:3], lim); err != nil {
+	if _, _, err := BuildTemplates("srv", tmpl[:3], lim); err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
-	_, err = BuildTemplates("srv", tmpl, lim)
+	_, _, err = BuildTemplates("srv", tmpl, lim)
 	wantLimit(t, err, LimitMaxTemplates, 3, 4)
 
 	// The defaults apply to zero Limits.
@@ -221,7 +221,7 @@ func TestBuildCatalogLimits(t *testing.T) {
 	for i := range many {
 		many[i] = &mcp.Resource{URI: fmt.Sprintf("x://%d", i)}
 	}
-	_, err = BuildResources("srv", many, Limits{})
+	_, _, err = BuildResources("srv", many, Limits{})
 	wantLimit(t, err, LimitMaxResources, d.MaxResources, d.MaxResources+1)
 }
 
@@ -240,7 +240,7 @@ func wantLimit(t *testing.T, err error, limit string, max, got int) {
 }
 
 func TestBuildResourcesAndTemplates(t *testing.T) {
-	rs, err := BuildResources("srv", []*mcp.Resource{{URI: "z://c"}, {URI: "a://b"}, {URI: "m://x"}}, Limits{})
+	rs, _, err := BuildResources("srv", []*mcp.Resource{{URI: "z://c"}, {URI: "a://b"}, {URI: "m://x"}}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestBuildResourcesAndTemplates(t *testing.T) {
 			t.Errorf("resource %+v", r)
 		}
 	}
-	ts, err := BuildTemplates("srv", []*mcp.ResourceTemplate{{URITemplate: "z://{x}"}, {URITemplate: "a://{y}"}}, Limits{})
+	ts, _, err := BuildTemplates("srv", []*mcp.ResourceTemplate{{URITemplate: "z://{x}"}, {URITemplate: "a://{y}"}}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,12 +263,12 @@ func TestBuildResourcesAndTemplates(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"nil resource", second(BuildResources("srv", []*mcp.Resource{{URI: "a://"}, nil}, Limits{}))},
-		{"empty URI", second(BuildResources("srv", []*mcp.Resource{{URI: ""}}, Limits{}))},
-		{"URI twice", second(BuildResources("srv", []*mcp.Resource{{URI: "a://"}, {URI: "b://"}, {URI: "a://", Name: "other"}}, Limits{}))},
-		{"nil template", second(BuildTemplates("srv", []*mcp.ResourceTemplate{nil}, Limits{}))},
-		{"empty template", second(BuildTemplates("srv", []*mcp.ResourceTemplate{{URITemplate: ""}}, Limits{}))},
-		{"template twice", second(BuildTemplates("srv", []*mcp.ResourceTemplate{{URITemplate: "a/{x}"}, {URITemplate: "a/{x}"}}, Limits{}))},
+		{"nil resource", third(BuildResources("srv", []*mcp.Resource{{URI: "a://"}, nil}, Limits{}))},
+		{"empty URI", third(BuildResources("srv", []*mcp.Resource{{URI: ""}}, Limits{}))},
+		{"URI twice", third(BuildResources("srv", []*mcp.Resource{{URI: "a://"}, {URI: "b://"}, {URI: "a://", Name: "other"}}, Limits{}))},
+		{"nil template", third(BuildTemplates("srv", []*mcp.ResourceTemplate{nil}, Limits{}))},
+		{"empty template", third(BuildTemplates("srv", []*mcp.ResourceTemplate{{URITemplate: ""}}, Limits{}))},
+		{"template twice", third(BuildTemplates("srv", []*mcp.ResourceTemplate{{URITemplate: "a/{x}"}, {URITemplate: "a/{x}"}}, Limits{}))},
 	} {
 		var ne *NameError
 		if !errors.Is(tc.err, ErrInvalidName) || !errors.As(tc.err, &ne) || ne.Server != "srv" {
@@ -277,7 +277,7 @@ func TestBuildResourcesAndTemplates(t *testing.T) {
 	}
 }
 
-func second[A any](_ A, err error) error { return err }
+func third[A, B any](_ A, _ B, err error) error { return err }
 
 // Each Replace that changes a kind emits one change, in apply order; an
 // unchanged list (also in another order) emits nothing but moves gen.
@@ -307,7 +307,7 @@ func TestCatalogReplaceEmitsOncePerSwap(t *testing.T) {
 
 	// A changed definition under the same key is a change.
 	changed := []*mcp.Resource{{URI: "x://1", Name: "x://1"}, {URI: "x://2", Name: "x://2", Description: "new"}}
-	rs2, err := BuildResources("srv", changed, Limits{})
+	rs2, _, err := BuildResources("srv", changed, Limits{})
 	must(t, err)
 	must(t, c.ReplaceResources("srv", 3, rs2))
 	must(t, c.ReplacePrompts("srv", 3, catPrompts(t, "srv", "a")))

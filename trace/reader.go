@@ -123,7 +123,10 @@ func parseHeader(b []byte) (Header, error) {
 	if h.Server == "" && len(h.Servers) == 0 {
 		return h, fmt.Errorf("%w: neither \"server\" nor \"servers\" is set", ErrBadHeader)
 	}
-	if h.Server != "" || len(h.Servers) == 0 || keys["policy"] != nil {
+	// A multi-server header's inline config is optional: absent, or zero
+	// as the Writer writes it when none was set (mcpkeep.TraceHeader of
+	// several supervisors); the round trip must read back (FuzzRead).
+	if h.Server != "" || len(h.Servers) == 0 || (keys["policy"] != nil && h.Config != (Config{})) {
 		if err := h.Config.validate(); err != nil {
 			return h, fmt.Errorf("%w: %v", ErrBadHeader, err)
 		}

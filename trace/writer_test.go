@@ -86,3 +86,20 @@ func TestMsExact(t *testing.T) {
 		}
 	}
 }
+
+// A multi-server header without an inline config (mcpkeep.TraceHeader of
+// several supervisors) is written with a zero one; it must read back.
+func TestMultiServerHeaderRoundTrip(t *testing.T) {
+	h := header()
+	h.Servers = map[string]trace.Config{"a": h.Config, "b": h.Config}
+	h.Server, h.Config = "", trace.Config{}
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf, h)
+	w.Write(trace.Event{Offset: time.Millisecond, Server: "a", Gen: 1, Event: fsm.Connected, From: fsm.Connecting, To: fsm.Established})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.Check(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("%v\n%s", err, buf.Bytes())
+	}
+}

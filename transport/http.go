@@ -86,52 +86,43 @@ func (h *HTTP) SessionOptions() *mcp.ClientSessionOptions {
 
 // Open prepares generation gen. It sends nothing (the SDK's transport
 // speaks only when the supervisor connects), so it fails only on a bad
-// URL, header or pinned version; the error names the URL (without its
-// password) and the header, never a header's value.
+// URL, header or pinned version; the error names the URL in its redacted
+// form (RedactURL) and the header, never a header's value.
 func (h *HTTP) Open(ctx context.Context, gen uint64) (Generation, error) {
 	u, err := checkURL(h.URL)
 	if err != nil {
 		return nil, err
 	}
+	red := redactParsed(u)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("http: open %s: %w", u, err)
+		return nil, fmt.Errorf("http: open %s: %w", red, err)
 	}
 	if v := h.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
-		return nil, fmt.Errorf("http: open %s: protocol version %q is not one of %v", u, v, mcp.SupportedProtocolVersions())
+		return nil, fmt.Errorf("http: open %s: protocol version %q is not one of %v", red, v, mcp.SupportedProtocolVersions())
 	}
 	headers := ExpandEnv(h.Headers, nil)
 	for k, v := range headers {
 		if err := checkHeader(k, v); err != nil {
-			return nil, fmt.Errorf("http: open %s: %w", u, err)
+			return nil, fmt.Errorf("http: open %s: %w", red, err)
 		}
 	}
 	g := newHTTPGen(h, gen, u, headers)
 	return g, nil
 }
 
-// checkURL parses raw and returns it in its redacted form (password
-// hidden), the form every message of the generation uses.
-func checkURL(raw string) (string, error) {
+// checkURL parses raw as a server endpoint; errors name it redacted.
+func checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		// url.Error would quote raw, password and all.
-		return "", fmt.Errorf("http: bad URL: %v", redactParseErr(err))
+		return nil, fmt.Errorf("http: bad URL %s: %s", RedactURL(raw), parseProblem(err))
 	}
-	red := u.Redacted()
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("http: bad URL %s: scheme must be http or https", red)
+		return nil, fmt.Errorf("http: bad URL %s: scheme must be http or https", redactParsed(u))
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("http: bad URL %s: no host", red)
+		return nil, fmt.Errorf("http: bad URL %s: no host", redactParsed(u))
 	}
-	return red, nil
-}
-
-func redactParseErr(err error) error {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
-	}
-	return err
+	return u, nil
 }
 
 // checkHeader rejects what net/http would reject later with a less

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/benbjohnson/clock"
@@ -66,10 +67,10 @@ type httpGen struct {
 	standalone, listens int
 }
 
-func newHTTPGen(h *HTTP, gen uint64, redacted string, headers map[string]string) *httpGen {
+func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *httpGen {
 	g := &httpGen{
 		n:      gen,
-		url:    redacted,
+		url:    redactParsed(u),
 		log:    h.logger().With("server", h.Server, "gen", gen),
 		clock:  h.clock(),
 		probe:  h.probeConfig(),
@@ -93,9 +94,10 @@ func newHTTPGen(h *HTTP, gen uint64, redacted string, headers map[string]string)
 			base = http.DefaultTransport
 		}
 	}
-	client.Transport = &genRoundTripper{g: g, base: base, headers: headers}
+	rt := &genRoundTripper{g: g, base: base, headers: headers}
+	client.Transport = rt
 	g.sdk = &mcp.StreamableClientTransport{
-		Endpoint:   h.URL,
+		Endpoint:   rt.hideSecrets(u),
 		HTTPClient: &client,
 		// One budget (see the package doc): the SDK does not resume a
 		// broken stream, so a lost stream or session ends the generation

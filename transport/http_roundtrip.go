@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"sync"
 )
 
@@ -22,6 +23,41 @@ type genRoundTripper struct {
 	g       *httpGen
 	base    http.RoundTripper
 	headers map[string]string
+
+	// The endpoint's secrets, kept from the SDK (see hideSecrets).
+	endpoint *url.URL      // the endpoint as the SDK knows it
+	query    string        // the endpoint's raw query
+	user     *url.Userinfo // the endpoint's userinfo
+}
+
+// hideSecrets returns the endpoint u without its userinfo, query and
+// fragment, for the SDK, and keeps them for RoundTrip to put back into
+// each request to that endpoint. The SDK (and net/http, whose errors
+// quote the request URL) then never holds a secret of the URL, so no
+// error, log or trace it produces can show one (docs/design.md §8).
+func (t *genRoundTripper) hideSecrets(u *url.URL) string {
+	t.endpoint = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	t.query, t.user = u.RawQuery, u.User
+	return t.endpoint.String()
+}
+
+// withSecrets puts the endpoint's query and credentials into out, a
+// request to the endpoint as the SDK knows it. The credentials go where
+// http.Client would have put them: basic auth, unless the request has an
+// Authorization header already (before the configured headers are added,
+// so they still beat a configured Authorization, as before).
+func (t *genRoundTripper) withSecrets(out *http.Request) {
+	e, u := t.endpoint, out.URL
+	if e == nil || u.Scheme != e.Scheme || u.Host != e.Host || u.EscapedPath() != e.EscapedPath() || u.RawQuery != "" {
+		return // not the endpoint (the SDK asks nothing else; a redirect)
+	}
+	if t.query != "" {
+		u.RawQuery = t.query
+	}
+	if t.user != nil && out.Header.Get("Authorization") == "" {
+		pass, _ := t.user.Password()
+		out.SetBasicAuth(t.user.Username(), pass)
+	}
 }
 
 func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -39,6 +75,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(g.reqCtx, cancel)
 	release := func() { stop(); cancel() }
 	out := req.Clone(ctx)
+	t.withSecrets(out)
 	for k, v := range t.headers {
 		if out.Header.Get(k) == "" {
 			out.Header.Set(k, v)
