@@ -35,7 +35,7 @@ func (s *Supervisor) attempt(g *generation) {
 	if so, ok := s.opts.Opener.(transport.SessionOptioner); ok {
 		sopts = so.SessionOptions()
 	}
-	cs, err := g.client.Connect(g.ctx, tg.Transport(), sopts)
+	cs, err := g.client.Connect(g.ctx, peerTransport{tg.Transport(), g}, sopts)
 	if err != nil {
 		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("handshake: %w", err)})
 		return
