@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -129,6 +131,128 @@ func TestHostileMultiRoundTripNotReplayed(t *testing.T) {
 			t.Fatalf("call = %v, want ErrConnectionLost", err)
 		}
 		if err := r.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// listScript is a tools/list that misbehaves on demand: endless pages of
+// 500 tools, one page whose cursor repeats, or endless empty pages. Each
+// mode gives up after 50 pages, so the test ends even without the bound.
+type listScript struct {
+	mode  atomic.Int32 // 0 honest, else one of the list* modes
+	pages atomic.Int32 // pages served in a misbehaving mode
+}
+
+const (
+	listEndless = iota + 1
+	listRepeat
+	listEmpty
+)
+
+func (l *listScript) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		mode := l.mode.Load()
+		if method != "tools/list" || mode == 0 {
+			return next(ctx, method, req)
+		}
+		page := l.pages.Add(1)
+		res := &mcp.ListToolsResult{NextCursor: fmt.Sprintf("c%d", page)}
+		switch mode {
+		case listEndless:
+			for i := range 500 {
+				res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("p%d_%d", page, i), InputSchema: objectSchema})
+			}
+		case listRepeat:
+			res.Tools = []*mcp.Tool{{Name: "again", InputSchema: objectSchema}}
+			res.NextCursor = "same"
+		}
+		if page >= 50 {
+			res.NextCursor = ""
+		}
+		return res, nil
+	}
+}
+
+// A re-sync is bounded in items, pages and time (docs/design.md §19): a
+// list stops at its limit plus one item, at a repeated cursor, after more
+// pages than its limit allows items, and at the connect timeout. The sync
+// fails, the previous tools stay, and later syncs run.
+func TestHostileResyncIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		mode      int32
+		maxTools  int
+		wantPages int32
+		wantErr   string
+	}{
+		{"endless 500 per page", listEndless, 0, 3, "more than MaxTools (1000)"},
+		{"repeated cursor", listRepeat, 0, 2, "repeats an earlier cursor"},
+		{"endless empty pages", listEmpty, 5, 6, "still paginating after 6 pages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, func(o *Options) { o.Limits.MaxTools = tc.maxTools })
+				var l listScript
+				h.mem.Serve = func(_ uint64, s *mcp.Server) { s.AddReceivingMiddleware(l.middleware) }
+				if err := h.start(); err != nil {
+					t.Fatal(err)
+				}
+				l.mode.Store(tc.mode)
+				h.mem.Gen(1).NotifyToolsChanged()
+				h.settle()
+				if got := l.pages.Load(); got != tc.wantPages {
+					t.Fatalf("the sync fetched %d pages, want %d", got, tc.wantPages)
+				}
+				failed := h.logsNamed("tools sync failed")
+				if len(failed) != 1 || !strings.Contains(failed[0].Attrs["err"], tc.wantErr) {
+					t.Fatalf("tools sync failed logs = %v, want one naming %q", failed, tc.wantErr)
+				}
+				h.wantState(fsm.Established)
+				if got := h.registered(); !slices.Equal(got, []string{"srv__echo", "srv__hang"}) {
+					t.Fatalf("registered = %v, want the previous tools", got)
+				}
+				if err := h.dispose(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// A re-sync the server never answers ends at the connect timeout (on the
+// supervisor's clock), and the next list_changed syncs again.
+func TestHostileResyncNeverAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		g := h.mem.Gen(1)
+		g.HoldLists()
+		g.NotifyToolsChanged()
+		h.settle()
+		h.advance(h.sup.opts.ConnectTimeout)
+		failed := h.logsNamed("tools sync failed")
+		if len(failed) != 1 || !strings.Contains(failed[0].Attrs["err"], "connect timeout") {
+			t.Fatalf("tools sync failed logs = %v, want one naming the connect timeout", failed)
+		}
+		h.wantState(fsm.Established)
+		if got := h.registered(); !slices.Equal(got, []string{"srv__echo", "srv__hang"}) {
+			t.Fatalf("registered = %v, want the previous tools", got)
+		}
+		g.ReleaseLists()
+		before, _ := g.Lists()
+		g.AddTool("late")
+		g.NotifyToolsChanged()
+		h.settle()
+		if after, _ := g.Lists(); after <= before {
+			t.Fatal("no sync after the one that timed out")
+		}
+		if got := h.registered(); !slices.Contains(got, "srv__late") {
+			t.Fatalf("registered = %v, want srv__late after the next sync", got)
+		}
+		if err := h.dispose(); err != nil {
 			t.Fatal(err)
 		}
 	})
