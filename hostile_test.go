@@ -1,6 +1,7 @@
 package mcpkeep
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/trace"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -254,6 +256,48 @@ func TestHostileResyncNeverAnswered(t *testing.T) {
 		}
 		if err := h.dispose(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// A storm of list_changed while a sync runs costs O(1) trace lines: one
+// per sync, never one per notification (docs/design.md §19). The trace
+// still passes trace.Check.
+func TestHostileStormTraceStaysProportional(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const storm = 100
+		h := newHarness(t, nil)
+		var buf bytes.Buffer
+		w := trace.NewWriter(&buf, TraceHeader(h.clk.Now(), h.sup))
+		h.sup.Subscribe(TraceObserver(w))
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		g := h.mem.Gen(1)
+		g.HoldLists()
+		for range storm {
+			g.NotifyToolsChanged()
+			synctest.Wait() // the loop took it (the injection queue is short)
+		}
+		g.ReleaseLists()
+		h.settle()
+		if total, _ := g.Lists(); total != 3 { // the initial sync, the storm's first, one more
+			t.Fatalf("%d tools/list, want 3", total)
+		}
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(buf.String(), `"event":"tools_changed"`); n != 2 {
+			t.Fatalf("%d tools_changed lines for a storm of %d notifications and 2 syncs, want 2:\n%s", n, storm, buf.String())
+		}
+		if seen := strings.Count(strings.Join(h.steps(), "\n"), eTC); seen != storm {
+			t.Fatalf("observers saw %d tools_changed, want all %d", seen, storm)
+		}
+		if err := trace.Check(bytes.NewReader(buf.Bytes())); err != nil {
+			t.Fatalf("trace.Check: %v\n%s", err, buf.String())
 		}
 	})
 }
