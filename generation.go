@@ -87,7 +87,9 @@ type generation struct {
 
 func newGeneration(n uint64) *generation {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &generation{n: n, ctx: ctx, cancel: cancel}
+	g := &generation{n: n, ctx: ctx, cancel: cancel}
+	g.applied.turn = make(chan struct{}, 1)
+	return g
 }
 
 // barrierComplete: the attempt returned, the session (if any) is closed,

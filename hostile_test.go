@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/trace"
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -298,6 +300,104 @@ func TestHostileStormTraceStaysProportional(t *testing.T) {
 		}
 		if err := trace.Check(bytes.NewReader(buf.Bytes())); err != nil {
 			t.Fatalf("trace.Check: %v\n%s", err, buf.String())
+		}
+	})
+}
+
+// silentSetLevel is a Memory whose servers declare logging and record
+// every logging/setLevel (with the bubble's time); the generations for
+// which silent holds never answer it.
+func silentSetLevel(name string, silent func(gen uint64) bool, got func(server string, at time.Time)) *transport.Memory {
+	m := transport.NewMemory("echo")
+	m.ServerOptions = func(uint64) *mcp.ServerOptions {
+		return &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}}
+	}
+	m.Serve = func(gen uint64, s *mcp.Server) {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "logging/setLevel" {
+					return next(ctx, method, req)
+				}
+				got(name, time.Now())
+				if silent(gen) {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
+	return m
+}
+
+// Pool.SetLoggingLevel goes to the servers in parallel, and one that
+// never answers costs the host's call stickyWait, not its context's whole
+// deadline, nor the other server's setting (docs/design.md §19).
+func TestHostileSetLevelNeverAnsweredPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		reached := map[string]time.Duration{}
+		t0 := time.Now()
+		p := NewPool(PoolOptions{Opener: func(sc config.Server) (transport.Opener, error) {
+			return silentSetLevel(sc.Name, func(uint64) bool { return sc.Name == "bad" }, func(server string, at time.Time) {
+				mu.Lock()
+				reached[server] = at.Sub(t0)
+				mu.Unlock()
+			}), nil
+		}})
+		mustApply(t, p, memServer("bad"), memServer("good"))
+		t0 = time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := p.SetLoggingLevel(ctx, "debug")
+		if took := time.Since(t0); took != stickyWait {
+			t.Fatalf("SetLoggingLevel took %s, want the bound %s", took, stickyWait)
+		}
+		if !errors.Is(err, errNoAnswer) || !strings.Contains(err.Error(), `"bad"`) {
+			t.Fatalf("SetLoggingLevel = %v, want bad's silence as a refusal", err)
+		}
+		mu.Lock()
+		good, ok := reached["good"]
+		mu.Unlock()
+		if !ok || good != 0 {
+			t.Fatalf("good got its setLevel at %s (reached %v), want at once", good, ok)
+		}
+		dctx, dcancel := context.WithTimeout(context.Background(), poolDeadline)
+		defer dcancel()
+		if err := p.Dispose(dctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A restarted server that never answers the setLevel that restores the
+// host's level still connects: the silence is a refusal after stickyWait,
+// not a connect timeout, so its reconnects do not fail until the budget
+// is spent.
+func TestHostileSetLevelNeverAnsweredReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(o *Options) { o.ConnectTimeout = time.Minute })
+		h.mem = silentSetLevel("srv", func(gen uint64) bool { return gen > 1 }, func(string, time.Time) {})
+		h.mem.Clock = h.clk
+		h.sup.opts.Opener = h.mem
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.sup.SetLoggingLevel(context.Background(), "debug"); err != nil {
+			t.Fatal(err)
+		}
+		h.mem.Gen(1).Kill()
+		h.settle()
+		h.advance(time.Second) // the retry: gen 2 connects and is asked for the level
+		h.wantState(fsm.Connecting)
+		time.Sleep(stickyWait) // the bubble's time: the mock clock stays
+		h.settle()
+		h.wantState(fsm.Established)
+		if g := h.sup.State().Gen; g != 2 {
+			t.Fatalf("established gen %d, want 2", g)
+		}
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
