@@ -1,6 +1,8 @@
 package mcpkeep
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -35,7 +37,7 @@ func (s *Supervisor) attempt(g *generation) {
 	if so, ok := s.opts.Opener.(transport.SessionOptioner); ok {
 		sopts = so.SessionOptions()
 	}
-	cs, err := g.client.Connect(g.ctx, tg.Transport(), sopts)
+	cs, err := g.client.Connect(g.ctx, peerTransport{tg.Transport(), g}, sopts)
 	if err != nil {
 		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("handshake: %w", err)})
 		return
@@ -59,9 +61,21 @@ func (s *Supervisor) attempt(g *generation) {
 }
 
 // syncLists is one re-sync of an established generation: the kinds in k.
+// The connect timeout bounds it as it bounds the initial listing (on the
+// supervisor's clock): a server that never answers a re-sync must not
+// stall its later syncs (docs/design.md §19).
 func (s *Supervisor) syncLists(g *generation, k listKinds) {
 	defer s.wg.Done()
-	l, err := s.list(g.ctx, g.cs, k)
+	ctx, cancel := context.WithCancelCause(g.ctx)
+	defer cancel(nil)
+	timeout := fmt.Errorf("mcpkeep: server %q gen %d: sync took longer than the connect timeout (%s): %w",
+		s.opts.Name, g.n, s.opts.ConnectTimeout, ErrConnectTimeout)
+	t := s.opts.Clock.AfterFunc(s.opts.ConnectTimeout, func() { cancel(timeout) })
+	l, err := s.list(ctx, g.cs, k)
+	t.Stop()
+	if err != nil && g.ctx.Err() == nil && errors.Is(context.Cause(ctx), ErrConnectTimeout) {
+		err = fmt.Errorf("%w (%w)", timeout, err)
+	}
 	if h := s.testHooks; h != nil && h.syncDone != nil {
 		h.syncDone(g.n)
 	}

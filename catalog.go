@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 
 	"github.com/mcpkeep/mcpkeep/tools"
@@ -57,39 +58,72 @@ type lists struct {
 // list fetches every page of each kind in kinds and builds the server's
 // registrations. A prompts, resources or templates list the server does
 // not implement (method not found) is empty rather than an error: many
-// servers advertise resources without templates.
+// servers advertise resources without templates. Every kind is bounded
+// (see pages).
 func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds listKinds) (*lists, error) {
 	l := &lists{kinds: kinds}
-	var err error
+	name, lim := s.opts.Name, s.opts.limits
 	if kinds&kindTools != 0 {
-		if l.tools, l.refused, err = s.listTools(ctx, cs); err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
+		ts, err := pages(ctx, name, "tools/list", lim.MaxTools, tools.LimitMaxTools, false,
+			func(ctx context.Context, c string) ([]*mcp.Tool, string, error) {
+				r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+				if err != nil {
+					return nil, "", err
+				}
+				return r.Tools, r.NextCursor, nil
+			})
+		if err != nil {
+			return nil, err
+		}
+		if l.tools, l.refused, err = tools.BuildTools(name, ts, s.opts.Namer, s.opts.Limits); err != nil {
+			return nil, err
 		}
 	}
 	if kinds&kindPrompts != 0 {
-		ps, err := collect(cs.Prompts(ctx, nil))
+		ps, err := pages(ctx, name, "prompts/list", lim.MaxPrompts, tools.LimitMaxPrompts, true,
+			func(ctx context.Context, c string) ([]*mcp.Prompt, string, error) {
+				r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
+				if err != nil {
+					return nil, "", err
+				}
+				return r.Prompts, r.NextCursor, nil
+			})
 		if err != nil {
-			return nil, fmt.Errorf("prompts/list: %w", err)
+			return nil, err
 		}
-		if l.prompts, err = tools.BuildPrompts(s.opts.Name, ps, s.opts.Namer, s.opts.Limits); err != nil {
+		if l.prompts, err = tools.BuildPrompts(name, ps, s.opts.Namer, s.opts.Limits); err != nil {
 			return nil, err
 		}
 	}
 	if kinds&kindResources != 0 {
-		rs, err := collect(cs.Resources(ctx, nil))
+		rs, err := pages(ctx, name, "resources/list", lim.MaxResources, tools.LimitMaxResources, true,
+			func(ctx context.Context, c string) ([]*mcp.Resource, string, error) {
+				r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: c})
+				if err != nil {
+					return nil, "", err
+				}
+				return r.Resources, r.NextCursor, nil
+			})
 		if err != nil {
-			return nil, fmt.Errorf("resources/list: %w", err)
+			return nil, err
 		}
 		var refused []tools.Refusal
-		if l.resources, refused, err = tools.BuildResources(s.opts.Name, rs, s.opts.Limits); err != nil {
+		if l.resources, refused, err = tools.BuildResources(name, rs, s.opts.Limits); err != nil {
 			return nil, err
 		}
 		l.refused = append(l.refused, refused...)
-		ts, err := collect(cs.ResourceTemplates(ctx, nil))
+		ts, err := pages(ctx, name, "resources/templates/list", lim.MaxTemplates, tools.LimitMaxTemplates, true,
+			func(ctx context.Context, c string) ([]*mcp.ResourceTemplate, string, error) {
+				r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
+				if err != nil {
+					return nil, "", err
+				}
+				return r.ResourceTemplates, r.NextCursor, nil
+			})
 		if err != nil {
-			return nil, fmt.Errorf("resources/templates/list: %w", err)
+			return nil, err
 		}
-		if l.templates, refused, err = tools.BuildTemplates(s.opts.Name, ts, s.opts.Limits); err != nil {
+		if l.templates, refused, err = tools.BuildTemplates(name, ts, s.opts.Limits); err != nil {
 			return nil, err
 		}
 		l.refused = append(l.refused, refused...)
@@ -97,33 +131,44 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 	return l, nil
 }
 
-// collect drains a paginating iterator; method not found is an empty list.
-func collect[T any](seq func(func(T, error) bool)) ([]T, error) {
+// pages fetches every page of one list, bounded whatever the server
+// sends (docs/design.md §19): it stops at max+1 items (a *tools.LimitError:
+// the list is over its limit, and nothing more of it is kept), at a cursor
+// the server already sent, and after max+1 pages (a list of at most max
+// items needs no more). optional: method not found is an empty list.
+func pages[T any](ctx context.Context, server, method string, max int, limit string, optional bool,
+	fetch func(context.Context, string) ([]T, string, error)) ([]T, error) {
 	var out []T
-	for v, err := range seq {
+	seed := maphash.MakeSeed()
+	seen := map[uint64]bool{} // hashes of the cursors sent: a server's cursor may be large
+	cursor := ""
+	for page := 1; ; page++ {
+		items, next, err := fetch(ctx, cursor)
 		if err != nil {
 			var je *jsonrpc.Error
-			if errors.As(err, &je) && je.Code == jsonrpc.CodeMethodNotFound {
+			if optional && page == 1 && errors.As(err, &je) && je.Code == jsonrpc.CodeMethodNotFound {
 				return nil, nil
 			}
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", method, err)
 		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// listTools fetches every page and builds the server's definitions,
-// leaving out (and returning) the tools a host could not take.
-func (s *Supervisor) listTools(ctx context.Context, cs *mcp.ClientSession) ([]tools.Tool, []tools.Refusal, error) {
-	var list []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, nil, err
+		out = append(out, items[:min(len(items), max+1-len(out))]...)
+		if len(out) > max {
+			return nil, fmt.Errorf("%s: page %d: %w", method, page,
+				&tools.LimitError{Server: server, Limit: limit, Max: max, Got: len(out)})
 		}
-		list = append(list, t)
+		if next == "" {
+			return out, nil
+		}
+		h := maphash.String(seed, next)
+		switch {
+		case seen[h]:
+			return nil, fmt.Errorf("mcpkeep: server %q: %s: page %d repeats an earlier cursor: %w", server, method, page, ErrPagination)
+		case page > max:
+			return nil, fmt.Errorf("mcpkeep: server %q: %s: still paginating after %d pages: %w", server, method, page, ErrPagination)
+		}
+		seen[h] = true
+		cursor = next
 	}
-	return tools.BuildTools(s.opts.Name, list, s.opts.Namer, s.opts.Limits)
 }
 
 // apply swaps each listed kind into its sink for generation g, kind by

@@ -33,6 +33,10 @@ var (
 	ErrNotStarted = errors.New("not started")
 	// ErrInvalidOptions is wrapped by every Options validation error.
 	ErrInvalidOptions = errors.New("invalid supervisor options")
+	// ErrPagination: a server's list repeated a cursor, or went on for
+	// more pages than its limit allows items; the sync failed and the
+	// previous lists stay.
+	ErrPagination = errors.New("endless pagination")
 )
 
 // NotConnectedError is returned by Call while the server is not

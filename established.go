@@ -37,8 +37,10 @@ func (lc *lifecycle) onToolsChanged(m message) {
 	if !ok {
 		return
 	}
-	lc.listChanged(lc.gens[m.gen], kindTools)
-	lc.emit(t, lc.gens[m.gen], nil)
+	g := lc.gens[m.gen]
+	coalesced := g.pending&kindTools != 0
+	lc.listChanged(g, kindTools)
+	lc.notify(t, g, nil, coalesced)
 }
 
 // onCatalogChanged: prompts or resources list_changed, as tools_changed.
@@ -47,8 +49,10 @@ func (lc *lifecycle) onCatalogChanged(m message) {
 	if !ok {
 		return
 	}
-	lc.listChanged(lc.gens[m.gen], m.kinds)
-	lc.emit(t, lc.gens[m.gen], nil)
+	g := lc.gens[m.gen]
+	coalesced := m.kinds&^g.pending == 0
+	lc.listChanged(g, m.kinds)
+	lc.notify(t, g, nil, coalesced)
 }
 
 func (lc *lifecycle) listChanged(g *generation, k listKinds) {

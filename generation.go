@@ -31,6 +31,10 @@ type generation struct {
 	cs     *mcp.ClientSession
 	client *mcp.Client // written by the attempt before it reports
 	modern bool        // the session speaks 2026-07-28 (written with cs)
+	// peerErrs: the connection is a peerConn, so mcp.ErrConnectionClosed
+	// on it is the connection's own end, never the server's answer
+	// (written by the attempt's Connect, before cs is published).
+	peerErrs bool
 	// view is the generation's current catalog, for the checks of
 	// GetPrompt and ReadResource; replaced by the loop at each sync.
 	view atomic.Pointer[catalogView]
@@ -84,7 +88,9 @@ type generation struct {
 
 func newGeneration(n uint64) *generation {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &generation{n: n, ctx: ctx, cancel: cancel}
+	g := &generation{n: n, ctx: ctx, cancel: cancel}
+	g.applied.turn = make(chan struct{}, 1)
+	return g
 }
 
 // barrierComplete: the attempt returned, the session (if any) is closed,
@@ -282,13 +288,22 @@ func callsKeepNoContext(tg transport.Generation) bool {
 
 // settle classifies a request's error. sent is false when the request
 // certainly never reached the server: the SDK refused to send it because
-// the connection had already closed (mcp.ErrConnectionClosed). A request
-// in flight when the connection ended gets ErrConnectionLost.
+// the connection had already closed (mcp.ErrConnectionClosed). Only the
+// end of the connection proves that: over a peerConn the SDK's error can
+// be nothing else; over another connection (Streamable HTTP) it may be
+// the server's answer with a closing code, so it proves it only once the
+// generation has ended, and is otherwise a sent failure (never replayed,
+// never waiting for an end that may not come). A request in flight when
+// the connection ended, or a multi-round-trip call whose later round
+// could not be sent, gets ErrConnectionLost.
 func (g *generation) settle(ctx context.Context, server string, err error) (sent bool, _ error) {
 	if err == nil {
 		return true, nil
 	}
-	if errors.Is(err, mcp.ErrConnectionClosed) {
+	if errors.Is(err, ErrConnectionLost) {
+		return true, err
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) && (g.peerErrs || g.ctx.Err() != nil) {
 		return false, err
 	}
 	if ctx.Err() == nil && connectionEnded(g, err) {

@@ -32,6 +32,13 @@ func (s *Supervisor) multiRoundTrip(g *generation) mcp.Middleware {
 			shed := 0
 			for round := 1; ; round++ {
 				res, err := next(ctx, method, req)
+				if err != nil && round > 1 && errors.Is(err, mcp.ErrConnectionClosed) {
+					// The server answered round 1 and may have acted on
+					// it (the person was asked): the call is not one that
+					// was never sent, so it must not be replayed.
+					err = fmt.Errorf("mcpkeep: server %q: %s: round %d could not be sent after round 1 was answered: %w: %w",
+						s.opts.Name, method, round, ErrConnectionLost, err)
+				}
 				if err != nil {
 					return res, err
 				}

@@ -20,6 +20,12 @@ type Transition struct {
 	NextRetry time.Time // zero unless To is backing-off
 	Err       error     // why, for failed/closed/stuck/gave-up transitions
 	At        time.Time // on the supervisor's clock
+	// Coalesced marks a tools_changed or catalog_changed whose lists were
+	// already pending a sync: it causes no sync of its own. Each sync has
+	// one uncoalesced change, so a trace that leaves these out (as
+	// TraceObserver does) writes at most one line per sync, however many
+	// notifications a server sends (docs/design.md §19).
+	Coalesced bool
 }
 
 // Observer receives transitions in order, on the supervisor's own

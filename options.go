@@ -78,6 +78,7 @@ var Version = "dev"
 type resolved struct {
 	Options
 	policy backoff.Policy
+	limits tools.Limits // Limits with every zero field at its default
 }
 
 func (o Options) resolve() (resolved, error) {
@@ -133,6 +134,7 @@ func (o Options) resolve() (resolved, error) {
 	if r.Namer == nil {
 		r.Namer = tools.PublicNames
 	}
+	r.limits = withDefaults(o.Limits)
 	if r.Client == nil {
 		r.Client = &mcp.Implementation{Name: "mcpkeep", Version: Version}
 	}
@@ -155,6 +157,18 @@ func ServerOptions(s config.Server, logger *slog.Logger) (Options, error) {
 		FailOnStartupError: s.FailOnStartupError,
 		Logger:             logger,
 	}, nil
+}
+
+// withDefaults fills l's zero (or negative) fields with tools' defaults.
+func withDefaults(l tools.Limits) tools.Limits {
+	d := tools.DefaultLimits()
+	for _, f := range []struct{ v, d *int }{{&l.MaxTools, &d.MaxTools}, {&l.MaxSchemaBytes, &d.MaxSchemaBytes},
+		{&l.MaxPrompts, &d.MaxPrompts}, {&l.MaxResources, &d.MaxResources}, {&l.MaxTemplates, &d.MaxTemplates}} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	return l
 }
 
 type globalRand struct{}

@@ -117,11 +117,7 @@ func (p *Pool) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) erro
 	p.mu.Lock()
 	p.mu.level = level
 	p.mu.Unlock()
-	var errs []error
-	for _, ps := range p.entries() {
-		errs = append(errs, ps.sup.SetLoggingLevel(ctx, level))
-	}
-	return errors.Join(errs...)
+	return p.eachServer(func(ps *poolServer) error { return ps.sup.SetLoggingLevel(ctx, level) })
 }
 
 // SetRoots sets the roots every server (also one that starts later) is
@@ -130,10 +126,19 @@ func (p *Pool) SetRoots(ctx context.Context, roots []*mcp.Root) error {
 	p.mu.Lock()
 	p.mu.roots, p.mu.haveRoots = slices.Clone(roots), true
 	p.mu.Unlock()
-	var errs []error
-	for _, ps := range p.entries() {
-		errs = append(errs, ps.sup.SetRoots(ctx, roots))
+	return p.eachServer(func(ps *poolServer) error { return ps.sup.SetRoots(ctx, roots) })
+}
+
+// eachServer runs fn for every server at once and joins the errors: a
+// server slow to answer delays no other (docs/design.md §19).
+func (p *Pool) eachServer(fn func(*poolServer) error) error {
+	servers := p.entries()
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, ps := range servers {
+		wg.Go(func() { errs[i] = fn(ps) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -25,6 +25,12 @@ func (lc *lifecycle) activationDone(err error) {
 // emit tells observers about t, after publishing the snapshot so an
 // observer that reads State sees the state it was told about.
 func (lc *lifecycle) emit(t fsm.Transition, g *generation, err error) {
+	lc.notify(t, g, err, false)
+}
+
+// notify publishes and tells the observers of t; coalesced marks a list
+// change that was already pending (see Transition.Coalesced).
+func (lc *lifecycle) notify(t fsm.Transition, g *generation, err error, coalesced bool) {
 	lc.publish()
 	var n uint64
 	if g != nil {
@@ -33,6 +39,7 @@ func (lc *lifecycle) emit(t fsm.Transition, g *generation, err error) {
 	lc.s.obs.notify(Transition{
 		Server: lc.opts.Name, Gen: n, From: t.From, To: t.To, Event: t.Event, Guard: t.Guard.Name,
 		Attempt: lc.budget.Attempt(), NextRetry: lc.nextRetry, Err: err, At: lc.opts.Clock.Now(),
+		Coalesced: coalesced,
 	})
 }
 

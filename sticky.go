@@ -34,12 +34,21 @@ type sticky struct {
 }
 
 // applied is what one generation's server has of the sticky state.
+//
+// reconcile runs on one generation one at a time, taking turn: a channel,
+// not a mutex, so that a host's request waiting for its turn gives up when
+// its context ends, and every network wait inside a turn is bounded
+// (stickyWait). mu guards ver alone and is never held across a request,
+// so the loop reading it never waits for a server.
 type applied struct {
-	mu    sync.Mutex // serializes reconcile on this generation
+	turn chan struct{} // capacity 1, made with the generation
+	// Owned by the turn's holder.
 	subs  map[string]bool
 	level mcp.LoggingLevel
 	roots []*mcp.Root
-	ver   uint64
+
+	mu  sync.Mutex // guards ver
+	ver uint64
 }
 
 func (a *applied) version() uint64 {
@@ -171,9 +180,21 @@ func (s *Supervisor) reconcileLater(g *generation) {
 // own: the subscription the host is making right now, whose refusal is
 // the host's SubscribeResource error. A request cut short by ctx is no
 // refusal: it stays recorded for the next reconcile.
+//
+// Each request is bounded by stickyWait: a server that does not answer
+// refuses, so it can neither hold the host's request nor fail the attempt
+// that restores its state (docs/design.md §19). A caller whose ctx ends
+// while it waits for its turn gets ctx's error (under own, or levelKey
+// when own is empty); its change stays recorded for the next reconcile.
 func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.ClientSession, own string) map[string]error {
-	g.applied.mu.Lock()
-	defer g.applied.mu.Unlock()
+	select {
+	case g.applied.turn <- struct{}{}:
+	case <-ctx.Done():
+		return map[string]error{own: context.Cause(ctx)}
+	case <-g.ctx.Done():
+		return nil
+	}
+	defer func() { <-g.applied.turn }()
 	s.sticky.Lock()
 	want := maps.Clone(s.sticky.subs)
 	level, roots, ver := s.sticky.level, slices.Clone(s.sticky.roots), s.sticky.version
@@ -203,7 +224,7 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 		} else if modern(cs) {
 			err = s.subscribeAndWait(ctx, g, cs, uri)
 		} else {
-			err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			err = bounded(ctx, func(ctx context.Context) error { return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) })
 		}
 		if err != nil {
 			if g.ctx.Err() != nil || ctx.Err() != nil {
@@ -226,13 +247,15 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 			// subscription of the session: the stream stays open and its
 			// updates are no longer passed on (see subscribed).
 			if !modern(cs) {
-				_ = cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+				_ = bounded(ctx, func(ctx context.Context) error { return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}) })
 			}
 			delete(a.subs, uri)
 		}
 	}
 	if level != "" && level != a.level && caps.Logging != nil {
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		if err := bounded(ctx, func(ctx context.Context) error {
+			return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+		}); err != nil {
 			refused[levelKey] = err
 		} else {
 			a.level = level
@@ -242,9 +265,32 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 		replaceRoots(g.client, a.roots, roots)
 		a.roots = roots
 	}
+	a.mu.Lock()
 	a.ver = ver
+	a.mu.Unlock()
 	s.dropRefused(g, refused, own)
 	return refused
+}
+
+// stickyWait bounds each sticky-state request (subscribe, unsubscribe,
+// setLevel). It runs on real time, as subAckWait does: it waits for a
+// server, not for the supervisor's own schedule.
+const stickyWait = 5 * time.Second
+
+// errNoAnswer is a sticky request's refusal by silence.
+var errNoAnswer = fmt.Errorf("the server did not answer within %s (counted as a refusal)", stickyWait)
+
+// bounded runs one sticky request with stickyWait. When the bound, not
+// ctx, ended it, the error is errNoAnswer: a refusal, where the end of ctx
+// (the caller gave up, the generation ended) refuses nothing.
+func bounded(ctx context.Context, req func(context.Context) error) error {
+	rctx, cancel := context.WithTimeoutCause(ctx, stickyWait, errNoAnswer)
+	defer cancel()
+	err := req(rctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errNoAnswer) {
+		return errNoAnswer
+	}
+	return err
 }
 
 var errNoSubscribe = errors.New("the server does not offer resource subscriptions")

@@ -52,12 +52,18 @@ func firstClock(sups []*Supervisor) any {
 }
 
 // TraceObserver returns an observer that appends every transition to w,
-// with offsets from w's header's Started. Subscribe it to each supervisor
-// the header describes, before Start. It only encodes into w's buffer, so
-// it is fast enough for the supervisor's loop; Flush or Close w yourself.
+// with offsets from w's header's Started, but for coalesced list changes
+// (Transition.Coalesced): a notification storm costs one line per sync,
+// not one per notification. Subscribe it to each supervisor the header
+// describes, before Start. It only encodes into w's buffer, so it is fast
+// enough for the supervisor's loop; Flush or Close w yourself.
 func TraceObserver(w *trace.Writer) Observer {
 	h := w.Header()
-	return func(t Transition) { w.Write(TraceEvent(h, t)) }
+	return func(t Transition) {
+		if !t.Coalesced {
+			w.Write(TraceEvent(h, t))
+		}
+	}
 }
 
 // TraceEvent converts one transition for a trace with header h. Errors
