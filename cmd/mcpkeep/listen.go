@@ -63,6 +63,9 @@ func (l *listenOpts) check() error {
 		if l.token == "" {
 			return fmt.Errorf("--auth-token-env: the environment variable %s is empty or unset", l.tokenEnv)
 		}
+		// The servers inherit mcpkeep's environment at each spawn: the
+		// token is for hosts, never for them (docs/design.md §19).
+		_ = os.Unsetenv(l.tokenEnv)
 	}
 	if !loopback(host) && l.token == "" {
 		return fmt.Errorf("--listen: %q is not a loopback address: give --auth-token-env VAR so only holders of the token are served", l.addr)
