@@ -26,10 +26,9 @@ type WatchOptions struct {
 // Watch calls signedIn with the server URL and configured client id of
 // every entry that a sign-in stored or replaced since Watch started (a
 // new Entry.SignedIn; a refresh, which keeps it, is not reported), until
-// ctx ends. It polls the directory's files every interval, reading only
-// those whose modification time changed; the proxy reconnects the
-// servers the callback names (docs/design.md §22). signedIn runs on
-// Watch's goroutine.
+// ctx ends. It reads the directory's files every interval; the proxy
+// reconnects the servers the callback names (docs/design.md §22).
+// signedIn runs on Watch's goroutine.
 func Watch(ctx context.Context, o WatchOptions, signedIn func(url, clientID string)) {
 	if o.Interval <= 0 {
 		o.Interval = DefaultWatchInterval
@@ -37,7 +36,7 @@ func Watch(ctx context.Context, o WatchOptions, signedIn func(url, clientID stri
 	if o.Clock == nil {
 		o.Clock = clock.New()
 	}
-	w := &watcher{store: &Store{Dir: o.Dir}, seen: map[string]watched{}}
+	w := &watcher{store: &Store{Dir: o.Dir}, seen: map[string]time.Time{}}
 	w.scan(nil) // the baseline: what is there already was signed in before
 	tk := o.Clock.Ticker(o.Interval)
 	defer tk.Stop()
@@ -51,14 +50,12 @@ func Watch(ctx context.Context, o WatchOptions, signedIn func(url, clientID stri
 	}
 }
 
-type watched struct {
-	mod      time.Time
-	signedIn time.Time
-}
-
 type watcher struct {
 	store *Store
-	seen  map[string]watched
+	// seen is each file's Entry.SignedIn at the last look. Every file is
+	// read at every look: they are few and small, and a modification time
+	// is too coarse to tell two quick writes apart.
+	seen map[string]time.Time
 }
 
 func (w *watcher) scan(report func(url, clientID string)) {
@@ -71,20 +68,13 @@ func (w *watcher) scan(report func(url, clientID string)) {
 			continue
 		}
 		path := filepath.Join(w.store.Dir, d.Name())
-		info, err := d.Info()
+		e, _, err := w.store.load(path)
 		if err != nil {
-			continue
+			continue // replaced as we read it: the next look sees it
 		}
 		old, known := w.seen[path]
-		if known && info.ModTime().Equal(old.mod) {
-			continue
-		}
-		e, mod, err := w.store.load(path)
-		if err != nil {
-			continue
-		}
-		w.seen[path] = watched{mod: mod, signedIn: e.SignedIn}
-		if report != nil && (!known || !e.SignedIn.Equal(old.signedIn)) {
+		w.seen[path] = e.SignedIn
+		if report != nil && (!known || !e.SignedIn.Equal(old)) {
 			report(e.URL, e.ConfigClientID)
 		}
 	}
