@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 var (
@@ -37,11 +38,19 @@ var (
 	// more pages than its limit allows items; the sync failed and the
 	// previous lists stay.
 	ErrPagination = errors.New("endless pagination")
+	// ErrSignInRequired: the server wants a sign-in that only a person can
+	// give (docs/design.md §22). The supervisor stops in exhausted at once,
+	// spending no retry; the error (a *transport.SignInRequiredError) names
+	// the command to run ("run: mcpkeep auth login NAME"), and so do the
+	// errors of calls made while it waits and Snapshot.LastErr. A
+	// Reconnect after signing in starts afresh.
+	ErrSignInRequired = transport.ErrSignInRequired
 )
 
 // NotConnectedError is returned by Call while the server is not
-// established. errors.Is matches ErrNotConnected, and ErrExhausted or
-// ErrDisposed when the state is exhausted or disposed.
+// established. errors.Is matches ErrNotConnected, ErrExhausted or
+// ErrDisposed when the state is exhausted or disposed, and
+// ErrSignInRequired while the server waits for a person to sign in.
 type NotConnectedError struct {
 	Server    string
 	State     fsm.State
@@ -70,6 +79,8 @@ func (e *NotConnectedError) Is(target error) bool {
 		return e.State == fsm.Exhausted
 	case ErrDisposed:
 		return e.State == fsm.Disposed
+	case ErrSignInRequired:
+		return errors.Is(e.LastErr, ErrSignInRequired)
 	}
 	return false
 }

@@ -51,26 +51,27 @@ type raceRow struct {
 }
 
 const (
-	cEst   = "connecting -connected-> established"
-	cFail  = "connecting -failed-> lost"
-	cDisp  = "connecting -dispose-> draining"
-	cTC    = "connecting -tools_changed-> connecting"
-	eLost  = "established -closed-> lost"
-	eTC    = "established -tools_changed-> established"
-	eStab  = "established -stable-> established"
-	eRec   = "established -reconnect-> lost"
-	eDisp  = "established -dispose-> draining"
-	lBack  = "lost -released-> backing-off"
-	lExh   = "lost -released-> exhausted"
-	lStuck = "lost -stuck-> exhausted"
-	lDisp  = "lost -dispose-> draining"
-	bRetry = "backing-off -retry_due-> connecting"
-	bRec   = "backing-off -reconnect-> connecting"
-	bDisp  = "backing-off -dispose-> draining"
-	xRec   = "exhausted -reconnect-> connecting"
-	xDisp  = "exhausted -dispose-> draining"
-	dDone  = "draining -drained-> disposed"
-	dTime  = "draining -drain_timeout-> disposed"
+	cEst    = "connecting -connected-> established"
+	cFail   = "connecting -failed-> lost"
+	cDisp   = "connecting -dispose-> draining"
+	cTC     = "connecting -tools_changed-> connecting"
+	eLost   = "established -closed-> lost"
+	eTC     = "established -tools_changed-> established"
+	eStab   = "established -stable-> established"
+	eRec    = "established -reconnect-> lost"
+	eDisp   = "established -dispose-> draining"
+	lBack   = "lost -released-> backing-off"
+	lExh    = "lost -released-> exhausted"
+	lSignIn = "lost -released-> exhausted"
+	lStuck  = "lost -stuck-> exhausted"
+	lDisp   = "lost -dispose-> draining"
+	bRetry  = "backing-off -retry_due-> connecting"
+	bRec    = "backing-off -reconnect-> connecting"
+	bDisp   = "backing-off -dispose-> draining"
+	xRec    = "exhausted -reconnect-> connecting"
+	xDisp   = "exhausted -dispose-> draining"
+	dDone   = "draining -drained-> disposed"
+	dTime   = "draining -drain_timeout-> disposed"
 )
 
 var errBoom = errors.New("boom")
@@ -1097,6 +1098,58 @@ var raceTable = []raceRow{
 		wantSteps: []string{cFail, lBack, bRetry, cDisp, dDone},
 		wantLogs:  []string{"connection failed", "reconnecting"},
 	},
+	{
+		race: "R36", name: "a connect that needs a sign-in stops in exhausted at once, spending no retry; a Reconnect after sign-in recovers",
+		fault: failFrom(1, transport.Fault{ConnectErr: errNeedsSignIn}),
+		run: func(t *testing.T, h *harness, startErr error) {
+			if startErr != nil {
+				t.Fatalf("non-strict Start = %v", startErr)
+			}
+			h.wantState(fsm.Exhausted)
+			wantSignIn(t, h)
+			h.mem.Fault = nil // the person signed in
+			if err := h.sup.Reconnect(); err != nil {
+				t.Fatal(err)
+			}
+			h.settle()
+			h.wantState(fsm.Established)
+			callEcho(t, h)
+		},
+		wantSteps: []string{cFail, lSignIn, xRec, cEst, eDisp, dDone},
+		wantLogs:  []string{"connection failed", "sign-in required", "recovered"},
+		wantTools: []string{"srv__echo", "srv__hang"},
+	},
+	{
+		race: "R36", name: "an established generation that ends for a sign-in stops in exhausted, its tools kept and failing with the command to run",
+		run: func(t *testing.T, h *harness, _ error) {
+			callEcho(t, h)
+			h.mem.Gen(1).KillWith(errNeedsSignIn)
+			h.settle()
+			h.wantState(fsm.Exhausted)
+			wantSignIn(t, h)
+		},
+		wantSteps: []string{cEst, eLost, lSignIn, xDisp, dDone},
+		wantLogs:  []string{"connection lost", "sign-in required"},
+		wantTools: []string{"srv__echo", "srv__hang"},
+	},
+}
+
+// errNeedsSignIn is what an OAuth handler reports when only a person can
+// help (docs/design.md §22).
+var errNeedsSignIn = &transport.SignInRequiredError{Server: "srv", Reason: "not signed in", Login: "mcpkeep auth login srv"}
+
+// wantSignIn: the supervisor stopped for a sign-in without spending a
+// retry, and says so in its snapshot and in the error of a call.
+func wantSignIn(t *testing.T, h *harness) {
+	t.Helper()
+	snap := h.sup.State()
+	if snap.Attempt != 0 || !errors.Is(snap.LastErr, ErrSignInRequired) {
+		t.Fatalf("snapshot: attempt %d, last error %v; want 0 and sign-in required", snap.Attempt, snap.LastErr)
+	}
+	_, err := h.sup.Call(context.Background(), "echo", map[string]any{"text": "x"}, nil)
+	if !errors.Is(err, ErrSignInRequired) || !errors.Is(err, ErrExhausted) || !strings.Contains(err.Error(), "run: mcpkeep auth login srv") {
+		t.Fatalf("call while signed out = %v; want exhausted, sign-in required, and the command to run", err)
+	}
 }
 
 func TestRaceTable(t *testing.T) {
@@ -1326,7 +1379,7 @@ func TestEveryGuardRejects(t *testing.T) {
 			t.Errorf("guard %s (%q) never refused an event in the race table (refused %v, taken %v)", g.Key, g.Name, refused, taken)
 		}
 	}
-	for _, g := range []fsm.Guard{fsm.BudgetLeft, fsm.BudgetSpent, fsm.ReconnectOff} {
+	for _, g := range []fsm.Guard{fsm.BudgetLeft, fsm.BudgetSpent, fsm.SignIn, fsm.ReconnectOff} {
 		if taken[g.Key] == 0 {
 			t.Errorf("released was never taken under %s", g.Key)
 		}

@@ -2,6 +2,7 @@ package mcpkeep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -231,8 +232,10 @@ func (h *harness) checkInvariants() {
 			h.t.Fatalf("I2: registration gen %d, supervisor gen %d", gen, snap.Gen)
 		}
 	}
-	// I3: exhausted by budget or stuck, and disposed: nothing registered.
-	if snap.State == fsm.Disposed || (snap.State == fsm.Exhausted && h.sup.opts.policy.Enabled) {
+	// I3: exhausted by budget or stuck, and disposed: nothing registered
+	// (exhausted for a sign-in keeps its tools, as reconnect-disabled does).
+	byBudget := h.sup.opts.policy.Enabled && !errors.Is(snap.LastErr, ErrSignInRequired)
+	if snap.State == fsm.Disposed || (snap.State == fsm.Exhausted && byBudget) {
 		if r := h.registered(); len(r) > 0 {
 			h.t.Fatalf("I3: %s with tools registered: %v", snap.State, r)
 		}

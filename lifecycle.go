@@ -1,6 +1,7 @@
 package mcpkeep
 
 import (
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -66,12 +67,13 @@ func newLifecycle(s *Supervisor) *lifecycle {
 
 // facts is the one place where a message becomes what the guards read
 // (docs/design.md §3): whether the generation (or the timer) it speaks for
-// is the current one, whether that generation already failed, the policy
-// and the budget.
+// is the current one, whether that generation already failed, the policy,
+// the budget, and whether the last loss needs a person to sign in.
 func (lc *lifecycle) facts(m message) fsm.Facts {
 	f := fsm.Facts{
 		ReconnectDisabled: !lc.opts.policy.Enabled,
 		BudgetSpent:       !lc.budget.Left(),
+		SignInRequired:    errors.Is(lc.lastErr, ErrSignInRequired),
 	}
 	switch m.kind {
 	case mRetryDue:

@@ -1,6 +1,7 @@
 package mcpkeep
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -139,6 +140,14 @@ func (lc *lifecycle) checkBarrier(g *generation) {
 // onReleased: the lost generation is closed; retry, give up, or wait for
 // a manual reconnect, as the guards on released decide.
 func (lc *lifecycle) onReleased(g *generation) {
+	if g.tg != nil {
+		// A generation that ended itself because the server wants a
+		// sign-in says so here; the error its loss surfaced may not
+		// (the SDK flattens some errors).
+		if c := g.tg.Exit().Cause; errors.Is(c, ErrSignInRequired) && !errors.Is(lc.lastErr, ErrSignInRequired) {
+			lc.lastErr = c
+		}
+	}
 	t, ok := lc.fire(fsm.Released, of(g))
 	if !ok {
 		return
@@ -151,6 +160,10 @@ func (lc *lifecycle) onReleased(g *generation) {
 		lc.log(slog.LevelError, "gave up", g,
 			slog.Int("attempt", lc.budget.Attempt()), slog.Int("max_attempts", lc.opts.policy.MaxAttempts),
 			slog.Any("err", lc.lastErr))
+	case fsm.SignIn.Key:
+		// No retry can help: the tools stay and fail with the command to
+		// run, so the host's calls say what to do.
+		lc.log(slog.LevelError, "sign-in required", g, slog.Any("err", lc.lastErr))
 	default:
 		lc.log(slog.LevelError, "reconnect disabled", g, slog.Any("err", lc.lastErr))
 	}

@@ -23,7 +23,8 @@ import (
 // initialDelayMs, maxDelayMs, maxAttempts, jitter) that a server-level
 // "reconnect" overrides field by field, and "connectTimeoutMs",
 // "failOnStartupError" and "waitForReadyMs", per server or top-level as
-// defaults for every server. A server with "disabled": true is validated
+// defaults for every server, and "oauth" on a url server (sign-in,
+// docs/design.md §22). A server with "disabled": true is validated
 // but not run. Keys that hosts define and mcpkeep does not use
 // ("alwaysAllow", "envFile", "timeout", ...) are accepted with a Warning;
 // any other key is an error naming its JSON path.
@@ -70,6 +71,9 @@ type Server struct {
 	// ${VAR} references, which the transport expands at each connect.
 	// Headers and env values are secrets: never logged or printed.
 	Headers map[string]string
+	// OAuth, when set, signs in to the server (docs/design.md §22); nil
+	// sends Headers only.
+	OAuth *OAuth
 
 	// Reconnect is the resolved reconnect policy.
 	Reconnect          backoff.Policy
@@ -85,7 +89,7 @@ type Server struct {
 func (a Server) Equal(b Server) bool {
 	return a.Name == b.Name && a.Transport == b.Transport && a.Command == b.Command &&
 		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.Dir == b.Dir &&
-		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.Reconnect == b.Reconnect &&
+		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.OAuth.equal(b.OAuth) && a.Reconnect == b.Reconnect &&
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/mcpkeep/mcpkeep/oauth"
 	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 // Opener returns the transport of s: a transport.Stdio that spawns the
-// command in its own process group, or a transport.HTTP for a url. logger
+// command in its own process group, or a transport.HTTP for a url (signed
+// in with the token in oauth.DefaultStore when s has "oauth"). logger
 // receives the transport's debug output (a child's stderr lines, the
 // teardown steps); nil discards.
 func (s Server) Opener(logger *slog.Logger) (transport.Opener, error) {
@@ -23,12 +25,20 @@ func (s Server) Opener(logger *slog.Logger) (transport.Opener, error) {
 			Server:  s.Name,
 		}, nil
 	case TransportHTTP:
-		return &transport.HTTP{
+		h := &transport.HTTP{
 			URL:     s.URL,
 			Headers: cloneMap(s.Headers),
 			Logger:  logger,
 			Server:  s.Name,
-		}, nil
+		}
+		if t, ok := s.Target(); ok {
+			store, err := oauth.DefaultStore()
+			if err != nil {
+				return nil, fmt.Errorf("mcpkeep: server %q: %w", s.Name, err)
+			}
+			h.OAuth = oauth.NewHandler(oauth.HandlerOptions{Target: t, Store: store})
+		}
+		return h, nil
 	}
 	return nil, fmt.Errorf("mcpkeep: server %q: unknown transport %q", s.Name, s.Transport)
 }

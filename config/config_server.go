@@ -32,11 +32,10 @@ var hostKeys = map[string]string{
 	"dev":           "",
 	"gallery":       "",
 	"version":       "",
-	"oauth":         "no OAuth flow: put a token in headers",
 }
 
 // serverKeys are the keys mcpkeep reads in a server block.
-const serverKeys = "command, args, env, cwd, url, headers, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, disabled"
+const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, disabled"
 
 // server parses one server block; ok is false when it had errors.
 func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
@@ -59,6 +58,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		failOnStartup           setting[bool]
 		waitForReady            setting[time.Duration]
 		cmdPath, urlPath        jsonPath
+		oauthPath               jsonPath
 	)
 	for _, f := range members {
 		if f.null() {
@@ -92,6 +92,9 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "headers":
 			hdrMembers, sc.Headers, err = decodeStringMap(f)
 			headers = f.path
+		case "oauth":
+			sc.OAuth, err = p.oauthBlock(f)
+			oauthPath = f.path
 		case "type":
 			typ.v, err = decodeString(f)
 			typ.path = f.path
@@ -151,6 +154,10 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		if headers != "" {
 			p.fail(ruleError(headers, "only for url servers; a stdio server gets env instead"))
 		}
+		if oauthPath != "" {
+			p.fail(ruleError(oauthPath, "only for url servers (a stdio server signs in by itself)"))
+			sc.OAuth = nil
+		}
 		p.checkEnv(envMembers)
 	case TransportHTTP:
 		for _, k := range []jsonPath{args, env, cwd} {
@@ -160,6 +167,13 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		}
 		p.checkURL(urlPath, sc.URL)
 		p.checkHeaders(hdrMembers, sc.Headers)
+		if sc.OAuth != nil {
+			for _, h := range hdrMembers {
+				if strings.EqualFold(h.key, "Authorization") {
+					p.fail(ruleError(h.path, "conflicts with oauth, which sends the signed-in token: drop one"))
+				}
+			}
+		}
 	}
 
 	// Effective settings: the server's own, else the top level's, else

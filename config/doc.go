@@ -15,6 +15,10 @@
 // their ${VAR} references: the transports expand them at each spawn or
 // connect, and they are secrets, never logged.
 //
+// A url server's "oauth" (true, or {"clientId", "clientSecretEnv",
+// "scopes", "callbackPort"}) signs it in with package oauth
+// (docs/design.md §22); Server.Target is what `mcpkeep auth` needs of it.
+//
 // Server.Opener builds a server's transport (transport.Stdio or
 // transport.HTTP); mcpkeep.ServerOptions turns a Server into supervisor
 // Options, and mcpkeep.Pool runs a whole Config.

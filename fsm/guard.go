@@ -13,6 +13,9 @@ type Facts struct {
 	ReconnectDisabled bool
 	// BudgetSpent: every retry of this outage has been used.
 	BudgetSpent bool
+	// SignInRequired: the generation ended because the server wants a
+	// sign-in that only a person can give (docs/design.md §22).
+	SignInRequired bool
 }
 
 // Guard is a named predicate declared with a transition. Key identifies
@@ -39,15 +42,19 @@ var (
 	TimerCurrent = Guard{Key: "timer_current", Name: "timer is current",
 		Holds: func(f Facts) bool { return !f.Stale }}
 	BudgetLeft = Guard{Key: "budget_left", Name: "reconnect enabled ∧ budget left",
-		Holds: func(f Facts) bool { return !f.ReconnectDisabled && !f.BudgetSpent }}
+		Holds: func(f Facts) bool { return !f.ReconnectDisabled && !f.SignInRequired && !f.BudgetSpent }}
 	BudgetSpent = Guard{Key: "budget_spent", Name: "reconnect enabled ∧ budget spent",
-		Holds: func(f Facts) bool { return !f.ReconnectDisabled && f.BudgetSpent }}
+		Holds: func(f Facts) bool { return !f.ReconnectDisabled && !f.SignInRequired && f.BudgetSpent }}
+	// SignIn: retrying cannot help until a person signs in, so no retry
+	// is spent on it.
+	SignIn = Guard{Key: "sign_in", Name: "reconnect enabled ∧ sign-in required",
+		Holds: func(f Facts) bool { return !f.ReconnectDisabled && f.SignInRequired }}
 	ReconnectOff = Guard{Key: "reconnect_off", Name: "reconnect disabled",
 		Holds: func(f Facts) bool { return f.ReconnectDisabled }}
 )
 
 // Guards lists every named guard (Always excluded).
-var Guards = []Guard{GenCurrent, FirstFailure, TimerCurrent, BudgetLeft, BudgetSpent, ReconnectOff}
+var Guards = []Guard{GenCurrent, FirstFailure, TimerCurrent, BudgetLeft, BudgetSpent, SignIn, ReconnectOff}
 
 // Rejecting calls visit with the guard of each row of (from, ev) that does
 // not hold for facts: the drivers count what each guard refused.

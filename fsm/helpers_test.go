@@ -6,15 +6,16 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-// allFacts is every combination of the four Facts booleans (16).
+// allFacts is every combination of the five Facts booleans (32).
 func allFacts() []fsm.Facts {
 	var out []fsm.Facts
-	for i := range 16 {
+	for i := range 32 {
 		out = append(out, fsm.Facts{
 			Stale:             i&1 != 0,
 			Repeated:          i&2 != 0,
 			ReconnectDisabled: i&4 != 0,
 			BudgetSpent:       i&8 != 0,
+			SignInRequired:    i&16 != 0,
 		})
 	}
 	return out

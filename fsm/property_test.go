@@ -14,6 +14,7 @@ var factsGen = rapid.Custom(func(t *rapid.T) fsm.Facts {
 		Repeated:          rapid.Bool().Draw(t, "repeated"),
 		ReconnectDisabled: rapid.Bool().Draw(t, "reconnectDisabled"),
 		BudgetSpent:       rapid.Bool().Draw(t, "budgetSpent"),
+		SignInRequired:    rapid.Bool().Draw(t, "signInRequired"),
 	}
 })
 

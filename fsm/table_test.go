@@ -78,6 +78,7 @@ func TestTableMatchesDesign(t *testing.T) {
 		{"established", "dispose", "", "draining", false, ""},
 		{"lost", "released", "reconnect enabled ∧ budget left", "backing-off", false, "reconnecting"},
 		{"lost", "released", "reconnect enabled ∧ budget spent", "exhausted", false, "gave up"},
+		{"lost", "released", "reconnect enabled ∧ sign-in required", "exhausted", false, "sign-in required"},
 		{"lost", "released", "reconnect disabled", "exhausted", false, "reconnect disabled"},
 		{"lost", "stuck", "gen is current", "exhausted", false, ""},
 		{"lost", "dispose", "", "draining", false, ""},
@@ -110,7 +111,7 @@ func TestTableWellFormed(t *testing.T) {
 		t.Errorf("%d distinct invariants, docs/design.md §4 has 7", len(known))
 	}
 	logs := map[string]bool{"connection failed": true, "connection lost": true, "reconnecting": true,
-		"recovered": true, "gave up": true, "reconnect disabled": true, "incomplete shutdown": true}
+		"recovered": true, "gave up": true, "reconnect disabled": true, "incomplete shutdown": true, "sign-in required": true}
 	for i, tr := range fsm.Table {
 		if tr.Internal != (tr.From == tr.To) {
 			t.Errorf("row %d (%s/%s): Internal=%v but %s -> %s", i, tr.From, tr.Event, tr.Internal, tr.From, tr.To)
@@ -257,7 +258,7 @@ func TestDisposedAbsorbing(t *testing.T) {
 }
 
 // TestExactlyOneGuard: where rows share (from, event), exactly one guard
-// holds for each of the 16 Facts combinations; Resolve is never ambiguous.
+// holds for each of the 32 Facts combinations; Resolve is never ambiguous.
 func TestExactlyOneGuard(t *testing.T) {
 	shared := 0
 	for _, s := range fsm.States {

@@ -258,6 +258,8 @@ func factsFor(g fsm.Guard) fsm.Facts {
 		return fsm.Facts{BudgetSpent: true}
 	case fsm.ReconnectOff.Name:
 		return fsm.Facts{ReconnectDisabled: true}
+	case fsm.SignIn.Name:
+		return fsm.Facts{SignInRequired: true}
 	}
 	return fsm.Facts{}
 }
@@ -267,7 +269,7 @@ func factsFor(g fsm.Guard) fsm.Facts {
 func (c *Checker) checkPolicy(s *serverCheck, e Event, row fsm.Transition) error {
 	p := s.cfg.Policy
 	switch row.Guard.Name {
-	case fsm.BudgetLeft.Name, fsm.BudgetSpent.Name:
+	case fsm.BudgetLeft.Name, fsm.BudgetSpent.Name, fsm.SignIn.Name:
 		if !p.Enabled {
 			return fmt.Errorf("%w: %q, but the header's policy has reconnect disabled", ErrInvariant, row.Guard.Name)
 		}

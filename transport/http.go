@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -64,6 +65,13 @@ type HTTP struct {
 	Logger *slog.Logger
 	// Server names the server in log attributes.
 	Server string
+	// OAuth, when set, signs requests in (docs/design.md §22): the SDK
+	// asks it for a token before each request and calls its Authorize on
+	// a 401 (see package oauth, whose Handler never starts a sign-in that
+	// needs a person). An error matching ErrSignInRequired from it ends
+	// the generation with that error as Exit().Cause. One handler serves
+	// every generation. Headers must not set Authorization as well.
+	OAuth auth.OAuthHandler
 	// ProtocolVersion, when set, pins the protocol version of every
 	// session (for example "2025-11-25" for a server that mishandles the
 	// 2026-07-28 discovery); empty lets the SDK negotiate.
@@ -104,6 +112,9 @@ func (h *HTTP) Open(ctx context.Context, gen uint64) (Generation, error) {
 	for k, v := range headers {
 		if err := checkHeader(k, v); err != nil {
 			return nil, fmt.Errorf("http: open %s: %w", red, err)
+		}
+		if h.OAuth != nil && http.CanonicalHeaderKey(k) == "Authorization" {
+			return nil, fmt.Errorf("http: open %s: header %q: OAuth sets it", u, k)
 		}
 	}
 	g := newHTTPGen(h, gen, u, headers)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,6 +61,9 @@ type httpGen struct {
 	// reason is why the generation ended itself; lastErr the last HTTP
 	// failure seen while it was live. Either is Exit().Status.
 	reason, lastErr string
+	// cause is the first error that only a person can resolve
+	// (ErrSignInRequired); it is Exit().Cause.
+	cause error
 	// bodies are the response bodies not yet closed.
 	bodies map[*trackedBody]struct{}
 	// standalone and listens count open event streams: the legacy GET
@@ -96,9 +100,14 @@ func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *htt
 	}
 	rt := &genRoundTripper{g: g, base: base, headers: headers}
 	client.Transport = rt
+	var oauth auth.OAuthHandler
+	if h.OAuth != nil {
+		oauth = genAuth{g: g, h: h.OAuth}
+	}
 	g.sdk = &mcp.StreamableClientTransport{
-		Endpoint:   rt.hideSecrets(u),
-		HTTPClient: &client,
+		Endpoint:     rt.hideSecrets(u),
+		HTTPClient:   &client,
+		OAuthHandler: oauth,
 		// One budget (see the package doc): the SDK does not resume a
 		// broken stream, so a lost stream or session ends the generation
 		// at once and the supervisor's backoff is the only one.
@@ -132,9 +141,9 @@ func (g *httpGen) Exit() ExitInfo {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.reason != "" {
-		return ExitInfo{Status: g.reason}
+		return ExitInfo{Status: g.reason, Cause: g.cause}
 	}
-	return ExitInfo{Status: g.lastErr}
+	return ExitInfo{Status: g.lastErr, Cause: g.cause}
 }
 
 // Established implements SessionAware. A session that no event stream of

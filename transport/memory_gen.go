@@ -36,6 +36,7 @@ type MemGen struct {
 	maxListing int            // most in progress at once
 	terminated bool           // Terminate was called
 	aborted    bool           // Abort was called
+	cause      error          // Exit().Cause, set by KillWith
 }
 
 // countLists is server middleware: it counts tools/list requests, tracks
@@ -147,6 +148,16 @@ func (g *MemGen) Kill() {
 	}
 }
 
+// KillWith kills the server as Kill does, and makes cause the
+// generation's Exit().Cause: a generation that ended itself for a reason
+// the supervisor acts on (ErrSignInRequired).
+func (g *MemGen) KillWith(cause error) {
+	g.mu.Lock()
+	g.cause = cause
+	g.mu.Unlock()
+	g.Kill()
+}
+
 // ReleaseGone delivers a withheld close signal (Fault.HoldGone).
 func (g *MemGen) ReleaseGone() {
 	g.mu.Lock()
@@ -208,7 +219,11 @@ func (g *MemGen) teardown() {
 }
 
 // Exit implements Generation.
-func (g *MemGen) Exit() ExitInfo { return ExitInfo{} }
+func (g *MemGen) Exit() ExitInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return ExitInfo{Cause: g.cause}
+}
 
 func (g *MemGen) isGone() bool {
 	g.mu.Lock()

@@ -51,6 +51,9 @@ type ExitInfo struct {
 	Status string
 	// StderrTail holds the last lines the child wrote to stderr (bounded).
 	StderrTail string
+	// Cause is the error that made the generation end itself when it is
+	// one the supervisor acts on (ErrSignInRequired); nil otherwise.
+	Cause error
 }
 
 // SessionOptioner is an optional interface of an Opener that needs a

@@ -1,0 +1,277 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// DefaultEarlyRefresh is how long before its expiry a token is refreshed.
+const DefaultEarlyRefresh = time.Minute
+
+// tokenTimeout bounds one request to the token endpoint when the caller
+// supplies no client: a refresh runs inside the SDK's request, which must
+// not hang on a silent authorization server.
+const tokenTimeout = 30 * time.Second
+
+// HandlerOptions configure a Handler.
+type HandlerOptions struct {
+	Target Target
+	Store  *Store
+	// HTTPClient sends the refreshes; nil means a client with a 30 s
+	// timeout.
+	HTTPClient *http.Client
+	// EarlyRefresh is how long before expiry a token is refreshed; zero or
+	// negative means DefaultEarlyRefresh.
+	EarlyRefresh time.Duration
+	// LookupEnv reads the configured client's secret; nil means
+	// os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Handler is the auth.OAuthHandler of a supervised server
+// (transport.HTTP.OAuth). It sends the stored token, refreshes it before
+// it expires and when the server rejects it, and writes what the refresh
+// returns back to the store. It never starts a sign-in: when only a person
+// can help it returns a *transport.SignInRequiredError naming the command
+// to run, and forgets a token the authorization server refused. It reads
+// the store again whenever the store's file changed, so a token stored by
+// `mcpkeep auth login` is used by the next request (a generation that
+// already ended for it needs a Reconnect, see Watch).
+type Handler struct {
+	o      HandlerOptions
+	client *http.Client
+
+	mu    sync.Mutex
+	entry *Entry    // nil: not signed in
+	mod   time.Time // the store file's modification time when read
+	ts    oauth2.TokenSource
+}
+
+var _ auth.OAuthHandler = (*Handler)(nil)
+
+// NewHandler returns the handler of o.Target.
+func NewHandler(o HandlerOptions) *Handler {
+	if o.EarlyRefresh <= 0 {
+		o.EarlyRefresh = DefaultEarlyRefresh
+	}
+	c := o.HTTPClient
+	if c == nil {
+		c = &http.Client{Timeout: tokenTimeout}
+	}
+	return &Handler{o: o, client: c}
+}
+
+// TokenSource implements auth.OAuthHandler.
+func (h *Handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	return handlerTokens{h}, nil
+}
+
+type handlerTokens struct{ h *Handler }
+
+func (t handlerTokens) Token() (*oauth2.Token, error) { return t.h.token() }
+
+func (h *Handler) token() (*oauth2.Token, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.sync(false); err != nil {
+		return nil, err
+	}
+	if h.entry == nil {
+		return nil, h.signIn("not signed in")
+	}
+	tok, err := h.ts.Token()
+	if err != nil {
+		return nil, h.refreshFailed(err)
+	}
+	if tok.AccessToken != h.entry.AccessToken {
+		if err := h.persist(tok); err != nil {
+			return nil, err
+		}
+	}
+	return tok, nil
+}
+
+// Authorize implements auth.OAuthHandler: the server answered 401 (or 403).
+// A token newer than the one the request carried (another request
+// refreshed it, or a sign-in stored one) is retried; otherwise the token
+// is refreshed now, whatever its expiry says. A refused refresh, or a
+// token without a refresh token, needs a person.
+func (h *Handler) Authorize(_ context.Context, req *http.Request, resp *http.Response) error {
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	insufficientScope := false
+	for _, c := range challenges {
+		if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
+			insufficientScope = true
+		}
+	}
+	if resp.StatusCode == http.StatusForbidden && !insufficientScope {
+		// A plain refusal, not about the token: the SDK retries once and
+		// reports the answer (as its own AuthorizationCodeHandler does).
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.sync(true); err != nil {
+		return err
+	}
+	if h.entry == nil {
+		return h.signIn("not signed in")
+	}
+	sent := strings.TrimSpace(strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer"))
+	if sent != h.entry.AccessToken {
+		return nil // a newer token than the request's: retry with it
+	}
+	if insufficientScope {
+		return h.signIn("the server asks for more scopes than were granted")
+	}
+	if h.entry.RefreshToken == "" {
+		h.forget(h.entry.AccessToken)
+		return h.signIn("the server rejected the token, and there is no refresh token")
+	}
+	tok, err := refresher{h}.Token()
+	if err != nil {
+		return h.refreshFailed(err)
+	}
+	if err := h.persist(tok); err != nil {
+		return err
+	}
+	return nil
+}
+
+// refresher trades the entry's refresh token for a new token, every time
+// it is asked (the oauth2 package's own refreshing source would hand out
+// its cached token until 10 s before expiry, defeating EarlyRefresh).
+// Called with h.mu held.
+type refresher struct{ h *Handler }
+
+func (r refresher) Token() (*oauth2.Token, error) {
+	h := r.h
+	cfg, err := h.config()
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, h.client)
+	return cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: h.entry.RefreshToken}).Token()
+}
+
+func (h *Handler) config() (*oauth2.Config, error) {
+	e := h.entry
+	secret := e.ClientSecret
+	if h.o.Target.Client.ID != "" {
+		s, err := h.o.Target.Client.secret(h.o.LookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		secret = s
+	}
+	return &oauth2.Config{
+		ClientID: e.ClientID, ClientSecret: secret, Scopes: e.Scopes,
+		Endpoint: oauth2.Endpoint{TokenURL: e.TokenURL, AuthStyle: e.AuthStyle},
+	}, nil
+}
+
+// sync reads the store's entry again when its file changed (or always,
+// with force), and rebuilds the token source from it.
+func (h *Handler) sync(force bool) error {
+	s, t := h.o.Store, h.o.Target
+	path := s.path(t.URL, t.Client.ID)
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		h.entry, h.ts, h.mod = nil, nil, time.Time{}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("oauth: token store: %w", err)
+	}
+	if !force && h.entry != nil && st.ModTime().Equal(h.mod) {
+		return nil
+	}
+	e, mod, err := s.load(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		h.entry, h.ts, h.mod = nil, nil, time.Time{}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h.adopt(e, mod)
+	return nil
+}
+
+func (h *Handler) adopt(e *Entry, mod time.Time) {
+	h.entry, h.mod = e, mod
+	h.ts = oauth2.ReuseTokenSourceWithExpiry(e.token(), refresher{h}, h.o.EarlyRefresh)
+}
+
+// persist stores a refreshed token (the refresh token may have rotated).
+func (h *Handler) persist(tok *oauth2.Token) error {
+	e := *h.entry
+	e.setToken(tok)
+	if err := h.o.Store.Save(&e); err != nil {
+		return err
+	}
+	mod := time.Time{}
+	if st, err := os.Stat(h.o.Store.path(e.URL, e.ConfigClientID)); err == nil {
+		mod = st.ModTime()
+	}
+	h.adopt(&e, mod)
+	return nil
+}
+
+// refreshFailed turns a failed refresh into an error that carries no
+// token: a refusal by the authorization server forgets the entry and
+// needs a person; anything else (the server unreachable, a 5xx) is an
+// ordinary failure that a retry may cure.
+func (h *Handler) refreshFailed(err error) error {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		if h.entry != nil && h.entry.RefreshToken == "" {
+			h.forget(h.entry.AccessToken)
+			return h.signIn("the token expired, and there is no refresh token")
+		}
+		return fmt.Errorf("oauth: refreshing the token of %s: %w", h.o.Target.name(), err)
+	}
+	status := 0
+	if re.Response != nil {
+		status = re.Response.StatusCode
+	}
+	what := re.ErrorCode
+	if what == "" {
+		what = fmt.Sprintf("HTTP %d", status)
+	}
+	if status == http.StatusBadRequest || status == http.StatusUnauthorized {
+		if h.entry != nil {
+			h.forget(h.entry.RefreshToken)
+		}
+		return h.signIn("the refresh was refused: " + what)
+	}
+	return fmt.Errorf("oauth: refreshing the token of %s: the token endpoint answered %s", h.o.Target.name(), what)
+}
+
+// forget drops the entry holding the refused token, from memory and from
+// the store (unless a sign-in replaced it meanwhile).
+func (h *Handler) forget(refused string) {
+	t := h.o.Target
+	_ = h.o.Store.deleteIf(t.URL, t.Client.ID, refused)
+	h.entry, h.ts, h.mod = nil, nil, time.Time{}
+}
+
+func (h *Handler) signIn(reason string) error {
+	t := h.o.Target
+	return &transport.SignInRequiredError{Server: t.name(), Reason: reason, Login: t.LoginCommand()}
+}

@@ -1,0 +1,102 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
+)
+
+// ErrSignInRequired: the server wants a bearer token that only a person
+// can obtain (no token stored, the refresh was refused, a token the
+// server rejects and that cannot be renewed). Retrying does not help, so
+// the supervisor stops at once instead of spending its budget
+// (docs/design.md §22). Errors that match it are *SignInRequiredError.
+var ErrSignInRequired = errors.New("sign-in required")
+
+// SignInRequiredError says which server needs a person and what to run.
+// It never carries a token. errors.Is matches ErrSignInRequired.
+type SignInRequiredError struct {
+	Server string
+	// Reason is why no token can be had: "not signed in", "the refresh
+	// was refused (invalid_grant)", ...
+	Reason string
+	// Login is the command that signs in ("mcpkeep auth login NAME").
+	Login string
+}
+
+func (e *SignInRequiredError) Error() string {
+	msg := "sign-in required"
+	if e.Server != "" {
+		msg += fmt.Sprintf(" for server %q", e.Server)
+	}
+	if e.Reason != "" {
+		msg += " (" + e.Reason + ")"
+	}
+	if e.Login != "" {
+		msg += ": run: " + e.Login
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrSignInRequired) hold.
+func (e *SignInRequiredError) Is(target error) bool { return target == ErrSignInRequired }
+
+// genAuth is the OAuthHandler one generation hands the SDK: the HTTP
+// server's handler, watched. The SDK reports a failed token or sign-in to
+// the request that needed it, and keeps the connection open (it wraps the
+// error as a rejection). A generation whose server needs a person is of
+// no more use, so it records why (Exit().Cause) and ends itself: the
+// supervisor sees the loss, reads the cause, and stops (docs/design.md §22).
+type genAuth struct {
+	g *httpGen
+	h auth.OAuthHandler
+}
+
+func (a genAuth) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	ts, err := a.h.TokenSource(ctx)
+	if err != nil {
+		a.g.signIn(err)
+		return nil, err
+	}
+	if ts == nil {
+		return nil, nil
+	}
+	return genTokens{a.g, ts}, nil
+}
+
+func (a genAuth) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	err := a.h.Authorize(ctx, req, resp)
+	a.g.signIn(err)
+	return err
+}
+
+type genTokens struct {
+	g  *httpGen
+	ts oauth2.TokenSource
+}
+
+func (t genTokens) Token() (*oauth2.Token, error) {
+	tok, err := t.ts.Token()
+	t.g.signIn(err)
+	return tok, err
+}
+
+// signIn ends the generation when err says that only a person can help.
+func (g *httpGen) signIn(err error) {
+	if !errors.Is(err, ErrSignInRequired) {
+		return
+	}
+	g.mu.Lock()
+	if g.cause == nil {
+		g.cause = err
+	}
+	g.mu.Unlock()
+	// The SDK calls the handler with its connection's lock held; ending
+	// the generation only starts the teardown (which closes the
+	// connection on a goroutine of its own), so this cannot deadlock.
+	g.endItself(ErrSignInRequired.Error())
+}
