@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -94,6 +96,9 @@ func (s *Server) launch(caps *mcp.ClientCapabilities, version string) {
 	if opts.Host.ListRoots != nil {
 		opts.Roots = []*mcp.Root{} // the servers know of roots from the start
 	}
+	if opts.Opener == nil {
+		opts.Opener = downstreamOpener(downstreamVersion(version), opts.Logger)
+	}
 	pool := mcpkeep.NewPool(opts)
 	s.set.Subscribe(s.up.apply)
 	catalog.Subscribe(s.cat.apply)
@@ -172,4 +177,39 @@ func levelRank(l mcp.LoggingLevel) int {
 		return i
 	}
 	return len(mcpkeep.LoggingLevels)
+}
+
+// downstreamVersion is the protocol version the servers are asked for:
+// the host's own, so a server sees the era it would see directly
+// (docs/design.md §14). With many hosts (Start: no host yet, hosts of
+// both eras) it is the legacy one: a classic server's requests during a
+// call then reach a legacy host as they are and a 2026-07-28 host through
+// its bridge, while a 2026-07-28 session could carry none of them.
+func downstreamVersion(hostVersion string) string {
+	if hostVersion == "" {
+		return legacyVersion
+	}
+	return hostVersion
+}
+
+// legacyVersion is the last protocol version of the stateful era.
+const legacyVersion = "2025-11-25"
+
+// downstreamOpener builds each server's transport from its config and
+// pins the protocol version its sessions ask for.
+func downstreamOpener(version string, log *slog.Logger) func(config.Server) (transport.Opener, error) {
+	return func(s config.Server) (transport.Opener, error) {
+		o, err := s.Opener(log)
+		switch t := o.(type) {
+		case *transport.Stdio:
+			t.ProtocolVersion = version
+		case *transport.HTTP:
+			// A stateful HTTP server may not speak 2026-07-28: the SDK
+			// negotiates down from it on its own, never up from legacy.
+			if version < "2026-07-28" {
+				t.ProtocolVersion = version
+			}
+		}
+		return o, err
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Default grace periods of a stdio generation's teardown.
@@ -52,6 +53,9 @@ type Stdio struct {
 	Logger *slog.Logger
 	// Server names the server in log attributes.
 	Server string
+	// ProtocolVersion, when set, is the protocol version every session
+	// asks for (the proxy gives its host's); empty lets the SDK negotiate.
+	ProtocolVersion string
 	// StdinGrace is how long the child (and its group) may take to exit
 	// after stdin is closed, TermGrace after SIGTERM to the group, and
 	// KillGrace after SIGKILL to the group. Zero or negative means the
@@ -151,3 +155,11 @@ func (e *StartError) Error() string {
 }
 
 func (e *StartError) Unwrap() error { return e.Err }
+
+// SessionOptions asks for ProtocolVersion; nil when none is set.
+func (s *Stdio) SessionOptions() *mcp.ClientSessionOptions {
+	if s.ProtocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: s.ProtocolVersion}
+}
