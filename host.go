@@ -1,9 +1,13 @@
 package mcpkeep
 
 import (
+	"encoding/json"
+
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -126,6 +130,26 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 			}
 		})
 	}
+	if h.Elicit != nil {
+		// The server's request reaches the host as the server sent it: the
+		// SDK's client would judge its schema first (and refuse what it
+		// does not know, such as SEP-1330's titled multi-select), which
+		// is the host's to judge (docs/design.md §13).
+		c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				er, ok := req.(*mcp.ElicitRequest)
+				if method != "elicitation/create" || !ok || er.Params == nil {
+					return next(ctx, method, req)
+				}
+				res, err := hostRequest(s, g, func() (*mcp.ElicitResult, error) { return h.Elicit(ctx, s.opts.Name, er.Params) })
+				if err != nil {
+					return nil, err
+				}
+				applyElicitDefaults(er.Params, res)
+				return res, nil
+			}
+		})
+	}
 	if len(roots) > 0 {
 		c.AddRoots(roots...) // no session yet: nothing is notified
 	}
@@ -205,4 +229,29 @@ func (s *Supervisor) onProgress(g *generation, p *mcp.ProgressNotificationParams
 	if h := s.opts.Host.Progress; h != nil {
 		hostNotify(s, g, func() { h(s.opts.Name, p) })
 	}
+}
+
+// applyElicitDefaults fills what an accepted answer left out with the
+// schema's defaults (SEP-1034), as the SDK's client does; a schema it
+// cannot resolve is left to the host and the server, unjudged.
+func applyElicitDefaults(p *mcp.ElicitParams, res *mcp.ElicitResult) {
+	if res == nil || res.Action != "accept" || p.RequestedSchema == nil {
+		return
+	}
+	b, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return
+	}
+	var schema jsonschema.Schema
+	if json.Unmarshal(b, &schema) != nil {
+		return
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return
+	}
+	if res.Content == nil {
+		res.Content = map[string]any{}
+	}
+	_ = resolved.ApplyDefaults(&res.Content)
 }
