@@ -108,10 +108,12 @@ func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *htt
 		Endpoint:     rt.hideSecrets(u),
 		HTTPClient:   &client,
 		OAuthHandler: oauth,
-		// One budget (see the package doc): the SDK does not resume a
-		// broken stream, so a lost stream or session ends the generation
-		// at once and the supervisor's backoff is the only one.
-		MaxRetries: -1,
+		// One resumption of a call's stream (SEP-1699: a server may close
+		// it after a priming event and expect the client back with
+		// Last-Event-ID after its retry delay). A lost session still ends
+		// the generation at once: the standalone stream's end does
+		// (trackedBody.ended), and a failed resumption fails the call.
+		MaxRetries: 1,
 	}
 	return g
 }

@@ -99,7 +99,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		label: fmt.Sprintf("%s %s", req.Method, g.url)}
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
 		switch {
-		case req.Method == http.MethodGet:
+		case req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") == "":
 			b.kind = standaloneStream
 		case req.Header.Get(mcpMethodHeader) == "subscriptions/listen":
 			b.kind = listenStream
@@ -211,9 +211,10 @@ func (b *trackedBody) ended(readErr error) {
 		}
 		what := fmt.Sprintf("%s: event stream ended: %v", b.label, readErr)
 		if b.kind == standaloneStream {
-			// The SDK fails the connection itself (no retries): keep the
-			// cause for Exit.
+			// The legacy session's own stream: its end by the server is
+			// the session's loss, whatever the SDK would retry.
 			g.noteFailure(what)
+			g.endItself(what)
 			return
 		}
 		g.endItself("subscriptions/listen " + what + " (the server dropped the subscription)")
