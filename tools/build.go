@@ -81,7 +81,7 @@ func BuildTools(server string, list []*mcp.Tool, namer Namer, lim Limits) (defs 
 	}
 
 	defs = make([]Tool, len(list))
-	ok := make(map[string]bool, len(list)) // public names of the tools kept
+	var bad map[string]bool // public names of the tools refused
 	for i, t := range list {
 		d := Tool{
 			PublicName:  public[i],
@@ -103,10 +103,12 @@ func BuildTools(server string, list []*mcp.Tool, namer Namer, lim Limits) (defs 
 		if err := lim.checkSchemas(server, &d); err != nil {
 			return nil, nil, err
 		}
-		if why := checkTool(&d); why != "" {
+		if why := checkTool(&d, t.InputSchema); why != "" {
 			refused = append(refused, Refusal{Kind: KindTools, Key: t.Name, Reason: why})
-		} else {
-			ok[d.PublicName] = true
+			if bad == nil {
+				bad = make(map[string]bool)
+			}
+			bad[d.PublicName] = true
 		}
 		defs[i] = d
 	}
@@ -114,8 +116,8 @@ func BuildTools(server string, list []*mcp.Tool, namer Namer, lim Limits) (defs 
 	if err := checkNames(server, defs); err != nil {
 		return nil, nil, err
 	}
-	if len(refused) > 0 {
-		defs = slices.DeleteFunc(defs, func(d Tool) bool { return !ok[d.PublicName] })
+	if bad != nil {
+		defs = slices.DeleteFunc(defs, func(d Tool) bool { return bad[d.PublicName] })
 	}
 	return defs, refused, nil
 }

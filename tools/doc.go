@@ -8,7 +8,10 @@
 //
 // Build turns a server's mcp.Tool list into definitions (Tool), checking
 // Limits: by default at most 1000 tools per server and 256 KiB per
-// marshalled schema.
+// marshalled schema. BuildTools, BuildResources and BuildTemplates leave
+// out an item a host's go-sdk server would panic on (a tool whose input
+// schema is not an object, a URI that does not parse, a template that is
+// not RFC 6570) and report it as a Refusal; the rest of the list stands.
 //
 // A supervisor registers definitions in a Sink, which a host implements or
 // takes ready-made as Set: it reserves its server name once, swaps the

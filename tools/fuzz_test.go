@@ -28,12 +28,18 @@ func FuzzBuild(f *testing.F) {
 	f.Add("s", "x", []byte(`[{"type":"object"}]`), []byte(`{"type":"object"}`))
 	f.Add("", "", []byte(`{}`), []byte(`{}`))
 	f.Add("s", "t\nt", []byte(`{"type":"object"}`), []byte(``))
+	f.Add("s", "a\nb\nc", []byte(`{"type":"object","properties":{"r":{"type":"string","x-mcp-heade\u0072":"X R"}}}`), []byte(``))
+	f.Add("s", "a\nb\nc", []byte(`{"type":1,"TYPE":"object"}`), []byte(``))
 	f.Fuzz(func(t *testing.T, server, names string, in, out []byte) {
 		var list []*mcp.Tool
 		for i, n := range split(names) {
 			tl := &mcp.Tool{Name: n}
 			if i%2 == 0 && json.Valid(in) {
 				tl.InputSchema = json.RawMessage(in)
+				var decoded any // as the SDK client decodes it
+				if i%4 == 2 && json.Unmarshal(in, &decoded) == nil && decoded != nil {
+					tl.InputSchema = decoded
+				}
 			}
 			if i%2 == 0 && json.Valid(out) {
 				tl.OutputSchema = json.RawMessage(out)

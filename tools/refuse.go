@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,23 +54,49 @@ const maxSchemaDepth = 1000
 // unique HTTP header. Where the SDK would skip a check (a schema its
 // struct decoding does not fit) this one still makes it: it is never
 // looser than AddTool.
-func checkTool(d *Tool) string {
+func checkTool(d *Tool, input any) string {
 	if depth(d.InputSchema) > maxSchemaDepth {
 		return fmt.Sprintf("inputSchema nests deeper than %d levels", maxSchemaDepth)
 	}
 	if depth(d.OutputSchema) > maxSchemaDepth {
 		return fmt.Sprintf("outputSchema nests deeper than %d levels", maxSchemaDepth)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(d.InputSchema, &m); err != nil || m == nil {
-		return "inputSchema is not a JSON object"
+	// input is the schema d.InputSchema was marshalled from. The SDK
+	// client decodes schemas as map[string]any: a string "type" there is
+	// what the SDK would read back, and spares a second decode on every
+	// sync. Anything else is read back from the bytes, as the SDK does.
+	var typ any // the "type" as the SDK reads it back, when not a string of input's
+	str, ok := "", false
+	if m, isMap := input.(map[string]any); isMap {
+		str, ok = m["type"].(string)
 	}
-	if typ, _ := m["type"].(string); typ != "object" {
-		t, _ := json.Marshal(m["type"])
+	if !ok {
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(d.InputSchema, &top); err != nil || top == nil {
+			return "inputSchema is not a JSON object"
+		}
+		if raw, has := top["type"]; has {
+			_ = json.Unmarshal(raw, &typ)
+		}
+		str, ok = typ.(string)
+	}
+	if !ok || str != "object" {
+		if ok {
+			typ = str
+		}
+		t, _ := json.Marshal(typ)
 		return fmt.Sprintf(`inputSchema must have "type": "object", got %s`, t)
 	}
-	if err := checkHeaders(m, "", map[string]bool{}); err != "" {
-		return "inputSchema: " + err
+	// The header walk needs the whole schema decoded: only when an
+	// annotation may be there (its key, or an escape that may spell it).
+	if bytes.Contains(d.InputSchema, []byte("x-mcp-header")) || bytes.IndexByte(d.InputSchema, '\\') >= 0 {
+		var m map[string]any
+		if err := json.Unmarshal(d.InputSchema, &m); err != nil {
+			return "inputSchema is not a JSON object"
+		}
+		if err := checkHeaders(m, "", map[string]bool{}); err != "" {
+			return "inputSchema: " + err
+		}
 	}
 	return ""
 }
