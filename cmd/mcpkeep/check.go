@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/spf13/cobra"
 )
 
@@ -84,7 +85,7 @@ func printServer(w io.Writer, sc config.Server) {
 			row("cwd", "%s", sc.Dir)
 		}
 	case config.TransportHTTP:
-		row("transport", "http: %s", sc.URL)
+		row("transport", "http: %s", transport.RedactURL(sc.URL))
 		if len(sc.Headers) > 0 {
 			row("headers", "%s (values not shown)", strings.Join(sortedKeys(sc.Headers), " "))
 		}
