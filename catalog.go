@@ -221,6 +221,7 @@ func (lc *lifecycle) logRefused(g *generation, refused []tools.Refusal) {
 			g.refused = make(map[refusedKey]bool)
 		}
 		g.refused[k] = true
+		lc.refusedItems.Add(1)
 		lc.log(slog.LevelWarn, "item refused", g, slog.String("kind", r.Kind.String()),
 			slog.String("key", r.Key), slog.String("err", r.Reason))
 	}

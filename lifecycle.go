@@ -48,6 +48,9 @@ type lifecycle struct {
 
 	// rejected counts, per guard key, the events that guard refused.
 	rejected map[string]*atomic.Uint64
+	// refusedItems counts the listed items left out (logRefused); read
+	// by Stats from any goroutine.
+	refusedItems atomic.Uint64
 }
 
 func newLifecycle(s *Supervisor) *lifecycle {

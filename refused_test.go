@@ -42,6 +42,9 @@ func TestSyncRefusesBadItems(t *testing.T) {
 			if len(logs) != n {
 				t.Fatalf("%d item refused logs, want %d: %v", len(logs), n, logs)
 			}
+			if got := r.sup.Stats().Refused; got != uint64(n) {
+				t.Errorf("Stats().Refused = %d, want %d (mcpkeep_items_refused_total)", got, n)
+			}
 			for _, l := range logs {
 				if l.Attrs["server"] != "srv" || want[l.Attrs["kind"]] != l.Attrs["key"] || l.Attrs["err"] == "" {
 					t.Errorf("log %v", l.Attrs)

@@ -30,4 +30,7 @@ type Stats struct {
 	// Rejected counts, per guard key (fsm.Guard.Key), the events a
 	// declared guard refused: each is also counted in Dropped.
 	Rejected map[string]uint64
+	// Refused counts the listed items left out because a host could not
+	// take them (docs/design.md §19), once per item and generation.
+	Refused uint64
 }

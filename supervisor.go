@@ -254,7 +254,7 @@ func (s *Supervisor) Changed() <-chan struct{} {
 
 // Stats returns the loop's counters.
 func (s *Supervisor) Stats() Stats {
-	st := Stats{Dropped: s.dropped.Load(), Rejected: map[string]uint64{}}
+	st := Stats{Dropped: s.dropped.Load(), Rejected: map[string]uint64{}, Refused: s.lc.refusedItems.Load()}
 	for key, n := range s.lc.rejected { // never written after New
 		if v := n.Load(); v > 0 {
 			st.Rejected[key] = v

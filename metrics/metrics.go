@@ -169,6 +169,8 @@ type poolCollector struct{ o *Registry }
 var (
 	stateDesc = prometheus.NewDesc("mcpkeep_server_state",
 		"1 for the server's current lifecycle state, 0 for the others.", []string{"server", "state"}, nil)
+	refusedDesc = prometheus.NewDesc("mcpkeep_items_refused_total",
+		"Listed items left out because a host could not take them (a bad URI, template or schema), by server.", []string{"server"}, nil)
 	catalogDesc = prometheus.NewDesc("mcpkeep_catalog_items",
 		"Items the server's last good generation offers, by kind (tools, prompts, resources, templates).", []string{"server", "kind"}, nil)
 )
@@ -176,6 +178,7 @@ var (
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stateDesc
 	ch <- catalogDesc
+	ch <- refusedDesc
 }
 
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -188,6 +191,9 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, s := range pool.States() {
+		if sup, ok := pool.Supervisor(s.Server); ok {
+			ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(sup.Stats().Refused), s.Server)
+		}
 		for _, st := range fsm.States {
 			v := 0.0
 			if st == s.State {
