@@ -62,7 +62,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		id, title string
 		cmds      []*cobra.Command
 	}{
-		{"serving", "Serving:", []*cobra.Command{newProxyCmd(), newRunCmd(), newStatusCmd()}},
+		{"serving", "Serving:", []*cobra.Command{newProxyCmd(), newRunCmd(), newStatusCmd(), newAuthCmd()}},
 		{"checking", "Checking:", []*cobra.Command{newCheckCmd(), newDiagramCmd(), newReplayCmd()}},
 		{"trying", "Trying out:", []*cobra.Command{newDemoCmd(), newFixtureCmd()}},
 		{"other", "Other:", []*cobra.Command{newVersionCmd()}},

@@ -44,8 +44,8 @@ func subcommands(t *testing.T) []*cobra.Command {
 		}
 		cmds = append(cmds, c)
 	}
-	if len(cmds) != 9 {
-		t.Errorf("%d commands, want proxy, run, status, check, diagram, replay, demo, fixture, version", len(cmds))
+	if len(cmds) != 10 {
+		t.Errorf("%d commands, want proxy, run, status, auth, check, diagram, replay, demo, fixture, version", len(cmds))
 	}
 	return cmds
 }

@@ -68,11 +68,13 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.SortFlags = false // the server, then its policy, then serving	// Flags end at the first operand, as they did with the flag package:
+	f.SortFlags = false // the server, then its policy, then serving
+	// Flags end at the first operand, as they did with the flag package:
 	// `mcpkeep run npx -y pkg` (no --) is then "unexpected argument npx",
 	// not an unknown flag -y.
 	f.SetInterspersed(false)
 	f.StringVar(&spec.url, "url", "", "a Streamable HTTP server's `URL`, instead of a command")
+	f.BoolVar(&spec.oauth, "oauth", false, "with --url, sign in with OAuth (first: mcpkeep auth login --url URL)")
 	f.StringVar(&spec.name, "name", "", "the server's `NAME` in logs (default: the command's or host's name)")
 	f.StringVar(&spec.maxAttempts, "max-attempts", "", "`N` retries of one outage before giving up (config maxAttempts; default 10)")
 	f.Var(&spec.initialDelay, "initial-delay", "delay before the first retry, e.g. 500ms (config initialDelayMs; default 500ms)")

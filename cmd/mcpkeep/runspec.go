@@ -17,6 +17,7 @@ type runSpec struct {
 	name, url, cwd, maxAttempts                          string
 	command                                              []string
 	env, headers                                         kvFlag
+	oauth                                                bool
 	initialDelay, maxDelay, connectTimeout, waitForReady durationFlag
 }
 
@@ -35,6 +36,9 @@ func (r runSpec) config() (*config.Config, error) {
 		if len(r.headers) > 0 {
 			srv["headers"] = r.headers.m()
 		}
+		if r.oauth {
+			srv["oauth"] = true
+		}
 	} else {
 		srv["command"] = r.command[0]
 		srv["args"] = r.command[1:]
@@ -46,6 +50,9 @@ func (r runSpec) config() (*config.Config, error) {
 		}
 		if len(r.headers) > 0 {
 			errs = append(errs, errors.New("--header: only with --url"))
+		}
+		if r.oauth {
+			errs = append(errs, errors.New("--oauth: only with --url"))
 		}
 	}
 	rec := map[string]any{}

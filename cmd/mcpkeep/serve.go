@@ -13,6 +13,7 @@ import (
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/metrics"
+	"github.com/mcpkeep/mcpkeep/oauth"
 	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -114,8 +115,18 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 
 	reloads := make(chan struct{}, 1)
 	reloaded := make(chan struct{})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		// A sign-in written by `mcpkeep auth login` reconnects its server
+		// (docs/design.md §22).
+		if st, err := oauth.DefaultStore(); err == nil && srv.NeedsSignIn() {
+			oauth.Watch(ctx, oauth.WatchOptions{Dir: st.Dir}, srv.SignedIn)
+		}
+	}()
 	go func() {
 		defer close(reloaded)
+		defer func() { <-watching }()
 		for {
 			select {
 			case <-reloads:
