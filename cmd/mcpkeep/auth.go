@@ -78,6 +78,22 @@ func (a *authTargets) targets(name string) ([]oauth.Target, error) {
 	return out, nil
 }
 
+// one is the one server an operand (NAME) or --url names.
+func (a *authTargets) one(args []string) (oauth.Target, error) {
+	if len(args) == 0 && a.url == "" {
+		return oauth.Target{}, errors.New("give the server's NAME (with --config FILE), or --url URL")
+	}
+	name := ""
+	if len(args) == 1 {
+		name = args[0]
+	}
+	ts, err := a.targets(name)
+	if err != nil {
+		return oauth.Target{}, err
+	}
+	return ts[0], nil
+}
+
 func newAuthLoginCmd() *cobra.Command {
 	var a authTargets
 	cmd := &cobra.Command{
@@ -85,14 +101,7 @@ func newAuthLoginCmd() *cobra.Command {
 		Short: "sign in to a server: opens the authorization page (or prints it) and keeps the token",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && a.url == "" {
-				return errors.New("give the server's NAME (with --config FILE), or --url URL")
-			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			ts, err := a.targets(name)
+			t, err := a.one(args)
 			if err != nil {
 				return err
 			}
@@ -105,10 +114,10 @@ func newAuthLoginCmd() *cobra.Command {
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, loginBound)
 			defer cancel()
-			status, err := oauth.Login(ctx, oauth.LoginOptions{Target: ts[0], Store: st, Out: cmd.OutOrStdout(),
+			status, err := oauth.Login(ctx, oauth.LoginOptions{Target: t, Store: st, Out: cmd.OutOrStdout(),
 				In: cmd.InOrStdin(), OpenBrowser: openBrowser})
 			if errors.Is(err, oauth.ErrNoSignInAsked) {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s did not ask to sign in: nothing to do\n", ts[0].URL)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s did not ask to sign in: nothing to do\n", t.URL)
 				return nil
 			}
 			if err != nil {
@@ -162,29 +171,22 @@ func newAuthLogoutCmd() *cobra.Command {
 		Short: "forget a server's token",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && a.url == "" {
-				return errors.New("give the server's NAME (with --config FILE), or --url URL")
-			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			ts, err := a.targets(name)
+			t, err := a.one(args)
 			if err != nil {
 				return err
 			}
 			st, err := oauth.DefaultStore()
 			if err == nil {
-				err = oauth.Logout(st, ts[0])
+				err = oauth.Logout(st, t)
 			}
 			switch {
 			case errors.Is(err, oauth.ErrNotSignedIn):
-				fmt.Fprintf(cmd.OutOrStdout(), "%s was not signed in\n", ts[0].URL)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s was not signed in\n", t.URL)
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "mcpkeep auth logout: %v\n", err)
 				return exitError{1}
 			default:
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: signed out\n", ts[0].URL)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: signed out\n", t.URL)
 			}
 			return nil
 		},
