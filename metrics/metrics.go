@@ -171,11 +171,14 @@ var (
 		"1 for the server's current lifecycle state, 0 for the others.", []string{"server", "state"}, nil)
 	catalogDesc = prometheus.NewDesc("mcpkeep_catalog_items",
 		"Items the server's last good generation offers, by kind (tools, prompts, resources, templates).", []string{"server", "kind"}, nil)
+	replayedDesc = prometheus.NewDesc("mcpkeep_calls_replayed_total",
+		"Calls lost to the server's crash and sent once more on its next generation (readOnlyHint or idempotentHint tools), by server.", []string{"server"}, nil)
 )
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stateDesc
 	ch <- catalogDesc
+	ch <- replayedDesc
 }
 
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -200,6 +203,9 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 			n    int
 		}{{"tools", s.Tools}, {"prompts", s.Prompts}, {"resources", s.Resources}, {"templates", s.Templates}} {
 			ch <- prometheus.MustNewConstMetric(catalogDesc, prometheus.GaugeValue, float64(k.n), s.Server, k.kind)
+		}
+		if sup, ok := pool.Supervisor(s.Server); ok {
+			ch <- prometheus.MustNewConstMetric(replayedDesc, prometheus.CounterValue, float64(sup.CallsReplayed()), s.Server)
 		}
 	}
 }
