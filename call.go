@@ -33,26 +33,43 @@ type CallOptions struct {
 
 // Call calls a tool by its original (server-side) name. During an outage
 // it fails fast with a *NotConnectedError unless WaitForReady is set. A
-// call in flight when its generation ends fails with ErrConnectionLost and
-// is never replayed; a call the SDK refused to send because the connection
-// had just ended (before the supervisor noticed) was never delivered, so it
-// takes the outage path instead. Cancelling ctx cancels the call on the
-// server too (notifications/cancelled).
+// call in flight when its generation ends fails with ErrConnectionLost;
+// it is sent once more on the next generation (docs/design.md §21) only
+// when the tool declares readOnlyHint or idempotentHint and
+// Options.NoReplay is not set. A call the SDK refused to send because the
+// connection had just ended (before the supervisor noticed) was never
+// delivered, so it takes the outage path instead. Cancelling ctx cancels
+// the call on the server too (notifications/cancelled). A tool that
+// Options.Expose hides is an error matching ErrUnknownTool.
 func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	var progress func(*mcp.ProgressNotificationParams)
+	if !s.opts.Expose.AdmitsTool(tool) {
+		return nil, fmt.Errorf("mcpkeep: server %q: tool %q: %w", s.opts.Name, tool, ErrUnknownTool)
+	}
 	var level mcp.LoggingLevel
 	if opts != nil {
-		progress, level = opts.Progress, opts.LogLevel
+		level = opts.LogLevel
 	}
 	if level == "" {
 		level = s.levelFast()
 	}
-	var w readyWait
+	w := readyWait{hb: newHeartbeat(opts)}
 	defer w.stop()
+	var lost error // the loss of the call being replayed, once it is
 	for {
 		if g := s.live.Load(); g != nil {
-			res, sent, err := g.call(ctx, s.opts.Name, tool, args, progress, level)
+			res, sent, err := g.call(ctx, s.opts.Name, tool, args, w.hb.progress(), level)
 			if sent || ctx.Err() != nil {
+				if lost != nil {
+					s.replayed(g, tool, err)
+					return res, err
+				}
+				if s.mayReplay(ctx, g, tool, err) {
+					lost = err
+					if err := s.holdForReplay(ctx, g, &w); err != nil {
+						return nil, notReplayed(lost, err)
+					}
+					continue
+				}
 				return res, err
 			}
 			// Not sent: wait for the loop to end g, then go round again.
@@ -63,7 +80,10 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 				return nil, ctx.Err()
 			}
 		}
-		if err := s.awaitReady(ctx, opts, &w); err != nil {
+		if err := s.awaitReady(ctx, w.opts(opts), &w); err != nil {
+			if lost != nil {
+				return nil, notReplayed(lost, err)
+			}
 			return nil, err
 		}
 	}
@@ -121,11 +141,11 @@ func (s *Supervisor) Complete(ctx context.Context, params *mcp.CompleteParams, o
 // generation.begin) and, when opts ask for progress, a token.
 func request[R any](s *Supervisor, ctx context.Context, opts *CallOptions, fn func(context.Context, *generation, any) (R, error)) (R, error) {
 	var zero R
-	var w readyWait
+	w := readyWait{hb: newHeartbeat(opts)}
 	defer w.stop()
 	for {
 		if g := s.live.Load(); g != nil {
-			res, sent, err := run(g, ctx, s.opts.Name, opts, fn)
+			res, sent, err := run(g, ctx, s.opts.Name, w.hb.progress(), fn)
 			if sent || ctx.Err() != nil {
 				return res, err
 			}
@@ -143,15 +163,15 @@ func request[R any](s *Supervisor, ctx context.Context, opts *CallOptions, fn fu
 }
 
 // run is generation.call for any request.
-func run[R any](g *generation, ctx context.Context, server string, opts *CallOptions, fn func(context.Context, *generation, any) (R, error)) (res R, sent bool, err error) {
+func run[R any](g *generation, ctx context.Context, server string, progress func(*mcp.ProgressNotificationParams), fn func(context.Context, *generation, any) (R, error)) (res R, sent bool, err error) {
 	sc, ok := g.begin(ctx)
 	if !ok {
 		return res, false, nil
 	}
 	defer g.end(sc)
 	var token any
-	if opts != nil && opts.Progress != nil {
-		tok := g.addProgress(opts.Progress)
+	if progress != nil {
+		tok := g.addProgress(progress)
 		defer g.removeProgress(tok)
 		token = tok
 	}
@@ -163,13 +183,29 @@ func run[R any](g *generation, ctx context.Context, server string, opts *CallOpt
 	return res, true, err
 }
 
-// readyWait is the ReadyTimeout timer of one request, armed once.
-type readyWait struct{ t *clock.Timer }
+// readyWait is what one request keeps while it is held: its ReadyTimeout
+// timer, armed once (re-armed for a replay), and its heartbeat.
+type readyWait struct {
+	t  *clock.Timer
+	hb *heartbeat
+	// replay is the wait of a lost call for the generation that repeats
+	// it, bounded by Options.ReplayWait (at least the connect timeout).
+	replay *CallOptions
+}
 
 func (w *readyWait) stop() {
 	if w.t != nil {
 		w.t.Stop()
 	}
+	w.hb.stop()
+}
+
+// opts are the request's options, or the replay's wait once it has one.
+func (w *readyWait) opts(opts *CallOptions) *CallOptions {
+	if w.replay != nil {
+		return w.replay
+	}
+	return opts
 }
 
 // awaitReady is what a request does while no generation is established:
@@ -199,6 +235,9 @@ func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *ready
 	}
 	select {
 	case <-changed:
+		return nil
+	case <-w.hb.tick(s.opts.Clock):
+		w.hb.beat(s.waitReason(w.replay != nil))
 		return nil
 	case <-timeout:
 		return nc

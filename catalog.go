@@ -51,8 +51,18 @@ type lists struct {
 	resources []tools.Resource
 	templates []tools.Template
 	// refused are the items left out because a host could not take them
-	// (docs/design.md §19), for apply to log.
+	// (docs/design.md §19), or whose override's name was taken (§21), for
+	// apply to log.
 	refused []tools.Refusal
+	// unmatched are the allow patterns of the policy that matched nothing
+	// the server listed, for apply to log.
+	unmatched []unmatched
+}
+
+// unmatched is one kind's allow patterns that matched nothing.
+type unmatched struct {
+	kind     tools.ListKind
+	patterns []string
 }
 
 // list fetches every page of each kind in kinds and builds the server's
@@ -75,9 +85,13 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		if l.tools, l.refused, err = tools.BuildTools(name, ts, s.opts.Namer, s.opts.Limits); err != nil {
+		// The policy applies before names are made public (docs/design.md §21).
+		sel := s.opts.Expose.SelectTools(ts, s.opts.Namer)
+		if l.tools, l.refused, err = tools.BuildTools(name, sel.Tools, sel.Namer, s.opts.Limits); err != nil {
 			return nil, err
 		}
+		l.refused = append(l.refused, sel.Refused...)
+		l.unmatched = append(l.unmatched, unmatched{tools.KindTools, sel.Unmatched})
 	}
 	if kinds&kindPrompts != 0 {
 		ps, err := pages(ctx, name, "prompts/list", lim.MaxPrompts, tools.LimitMaxPrompts, true,
@@ -91,9 +105,11 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
+		ps, um := s.opts.Expose.SelectPrompts(ps)
 		if l.prompts, err = tools.BuildPrompts(name, ps, s.opts.Namer, s.opts.Limits); err != nil {
 			return nil, err
 		}
+		l.unmatched = append(l.unmatched, unmatched{tools.KindPrompts, um})
 	}
 	if kinds&kindResources != 0 {
 		rs, err := pages(ctx, name, "resources/list", lim.MaxResources, tools.LimitMaxResources, true,
@@ -178,12 +194,14 @@ func pages[T any](ctx context.Context, server, method string, max int, limit str
 func (lc *lifecycle) apply(g *generation, l *lists) error {
 	name, cat := lc.opts.Name, lc.opts.Catalog
 	lc.logRefused(g, l.refused)
+	lc.logUnmatched(g, l.unmatched)
 	var errs []error
 	if l.kinds&kindTools != 0 {
 		if err := lc.opts.Sink.Replace(name, g.n, l.tools); err != nil {
 			errs = append(errs, err)
 		} else {
 			lc.tools = len(l.tools)
+			lc.listed.safe = replaySafe(l.tools)
 		}
 	}
 	if l.kinds&kindPrompts != 0 {
@@ -227,6 +245,40 @@ func (lc *lifecycle) logRefused(g *generation, refused []tools.Refusal) {
 	}
 }
 
+// logUnmatched warns, once per generation, of each allow pattern that
+// matches nothing the server lists: likely a typo that hides everything.
+func (lc *lifecycle) logUnmatched(g *generation, um []unmatched) {
+	for _, u := range um {
+		for _, p := range u.patterns {
+			k := refusedKey{u.kind, "\x00allow " + p}
+			if g.refused[k] {
+				continue
+			}
+			if g.refused == nil {
+				g.refused = make(map[refusedKey]bool)
+			}
+			g.refused[k] = true
+			lc.log(slog.LevelWarn, "filter matches nothing", g, slog.String("kind", u.kind.String()),
+				slog.String("allow", p))
+		}
+	}
+}
+
+// replaySafe returns the original names of the tools whose annotations
+// say a repeated call is harmless (readOnlyHint or idempotentHint).
+func replaySafe(ts []tools.Tool) map[string]bool {
+	var out map[string]bool
+	for _, t := range ts {
+		if a := t.Annotations; a != nil && (a.ReadOnlyHint || a.IdempotentHint) {
+			if out == nil {
+				out = make(map[string]bool)
+			}
+			out[t.Name] = true
+		}
+	}
+	return out
+}
+
 // refusedKey identifies a refused item within its server's lists.
 type refusedKey struct {
 	kind tools.ListKind
@@ -244,6 +296,7 @@ func (lc *lifecycle) syncFailed(g *generation, kinds listKinds, err error) {
 
 // listedCatalog is the last registered prompts, resources and templates.
 type listedCatalog struct {
+	safe      map[string]bool // tools whose lost calls may be replayed
 	prompts   []tools.Prompt
 	resources []tools.Resource
 	templates []tools.Template
@@ -252,13 +305,14 @@ type listedCatalog struct {
 // catalogView is a generation's catalog as GetPrompt and ReadResource
 // check it: original prompt names, listed URIs and compiled templates.
 type catalogView struct {
+	safe      map[string]bool // shared with listedCatalog: replaced, never written
 	prompts   map[string]bool
 	resources map[string]bool
 	templates []*uritemplate.Template
 }
 
 func newCatalogView(l *listedCatalog) *catalogView {
-	v := &catalogView{prompts: map[string]bool{}, resources: map[string]bool{}}
+	v := &catalogView{safe: l.safe, prompts: map[string]bool{}, resources: map[string]bool{}}
 	for _, p := range l.prompts {
 		v.prompts[p.Name] = true
 	}

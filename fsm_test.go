@@ -32,6 +32,8 @@ type raceRow struct {
 	opts  func(*Options)
 	tools []string
 	fault func(gen uint64) transport.Fault
+	// serve, when set, adds to each generation's server (transport.Memory.Serve).
+	serve func(gen uint64, s *mcp.Server)
 	// run drives the row after Start; startErr is what Start returned.
 	run       func(t *testing.T, h *harness, startErr error)
 	wantSteps []string
@@ -1180,6 +1182,9 @@ func runRow(t *testing.T, row raceRow) rowResult {
 	}, row.tools...)
 	if row.fault != nil {
 		h.mem.Fault = row.fault
+	}
+	if row.serve != nil {
+		h.mem.Serve = row.serve
 	}
 	var startErr error
 	if !row.noStart {

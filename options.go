@@ -68,6 +68,18 @@ type Options struct {
 	Limits tools.Limits
 	// Client identifies mcpkeep to the server; nil is {"mcpkeep", Version}.
 	Client *mcp.Implementation
+	// Expose is what the host may see of the server (docs/design.md §21):
+	// tool and prompt filters and tool overrides, applied to every
+	// generation's lists before names are made public. A filtered tool is
+	// neither registered nor callable. nil shows everything.
+	Expose *tools.Policy
+	// NoReplay: a call lost to the server's crash is never sent again.
+	// Otherwise a tool declaring readOnlyHint or idempotentHint has its
+	// lost call sent once more on the next generation (docs/design.md §21).
+	NoReplay bool
+	// ReplayWait bounds the wait for the next generation before a replay;
+	// it is at least ConnectTimeout.
+	ReplayWait time.Duration
 }
 
 // Version is mcpkeep's version as reported to servers.
@@ -156,6 +168,9 @@ func ServerOptions(s config.Server, logger *slog.Logger) (Options, error) {
 		ConnectTimeout:     s.ConnectTimeout,
 		FailOnStartupError: s.FailOnStartupError,
 		Logger:             logger,
+		Expose:             s.Policy(),
+		NoReplay:           !s.ReplaySafeCalls,
+		ReplayWait:         s.WaitForReady,
 	}, nil
 }
 

@@ -41,6 +41,8 @@ type Supervisor struct {
 	served atomic.Pointer[mcp.InitializeResult]
 	// dropped counts stale and duplicate signals (Stats).
 	dropped atomic.Uint64
+	// replays counts the lost calls sent once more (CallsReplayed).
+	replays atomic.Uint64
 
 	mu struct {
 		sync.Mutex

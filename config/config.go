@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/tools"
 )
 
 // Config is a parsed and validated config file (docs/design.md §11): the servers
@@ -24,7 +26,11 @@ import (
 // "reconnect" overrides field by field, and "connectTimeoutMs",
 // "failOnStartupError" and "waitForReadyMs", per server or top-level as
 // defaults for every server, and "oauth" on a url server (sign-in,
-// docs/design.md §22). A server with "disabled": true is validated
+// docs/design.md §22). What the host sees (docs/design.md §21): "tools"
+// and "prompts" filters ({"allow": [globs], "deny": [globs]}, per server
+// or top-level, field by field), the hosts' own "disabledTools",
+// "excludeTools" and "includeTools", "toolOverrides" per server, and
+// "replaySafeCalls" (default true). A server with "disabled": true is validated
 // but not run. Keys that hosts define and mcpkeep does not use
 // ("alwaysAllow", "envFile", "timeout", ...) are accepted with a Warning;
 // any other key is an error naming its JSON path.
@@ -82,6 +88,28 @@ type Server struct {
 	// WaitForReady is how long a call made during an outage waits for
 	// recovery (mcpkeep.Pool.Call); 0 fails fast.
 	WaitForReady time.Duration
+
+	// What the host sees (docs/design.md §21). Tools and Prompts filter
+	// the server's items by their own names ("tools", "prompts", and the
+	// host keys disabledTools, includeTools, excludeTools);
+	// ToolOverrides, keyed by the server's tool names, rename and
+	// redescribe tools.
+	Tools         tools.Filter
+	Prompts       tools.Filter
+	ToolOverrides map[string]tools.Override
+	// ReplaySafeCalls lets a call lost to the server's crash be sent once
+	// more on the next generation when the tool declares readOnlyHint or
+	// idempotentHint ("replaySafeCalls", default true).
+	ReplaySafeCalls bool
+}
+
+// Policy returns what the host may see of s, or nil when it sees
+// everything as the server lists it.
+func (s Server) Policy() *tools.Policy {
+	if s.Tools.Empty() && s.Prompts.Empty() && len(s.ToolOverrides) == 0 {
+		return nil
+	}
+	return &tools.Policy{Tools: s.Tools, Prompts: s.Prompts, Overrides: maps.Clone(s.ToolOverrides)}
 }
 
 // Equal reports whether a and b configure the same server the same way
@@ -91,7 +119,8 @@ func (a Server) Equal(b Server) bool {
 		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.Dir == b.Dir &&
 		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.OAuth.equal(b.OAuth) && a.Reconnect == b.Reconnect &&
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
-		a.WaitForReady == b.WaitForReady
+		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&
+		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls
 }
 
 func equalStrings(a, b []string) bool {
@@ -257,6 +286,8 @@ type defaults struct {
 	connectTimeout     setting[time.Duration]
 	failOnStartupError setting[bool]
 	waitForReady       setting[time.Duration]
+	tools, prompts     filterFields
+	replaySafeCalls    setting[bool]
 }
 
 // setting is a value and where it was set (empty path: not set).
@@ -310,11 +341,18 @@ func (p *parser) file(data []byte) *Config {
 		case "waitForReadyMs":
 			d.waitForReady.v, err = decodeMs(m, true)
 			d.waitForReady.path = m.path
+		case "tools":
+			d.tools, err = p.filter(m)
+		case "prompts":
+			d.prompts, err = p.filter(m)
+		case "replaySafeCalls":
+			d.replaySafeCalls.v, err = decodeBool(m)
+			d.replaySafeCalls.path = m.path
 		case "inputs":
 			p.warn(m.path, "ignored: mcpkeep does not prompt for VS Code inputs, so ${input:...} stays unexpanded")
 		case "$schema":
 		default:
-			err = ruleError(m.path, "unknown key (top-level keys: mcpServers, servers, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs)")
+			err = ruleError(m.path, "unknown key (top-level keys: mcpServers, servers, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, tools, prompts, replaySafeCalls)")
 		}
 		if err != nil {
 			p.fail(err)

@@ -16,13 +16,12 @@ import (
 
 // hostKeys are server keys that MCP hosts (Claude Desktop, Cursor, VS Code,
 // Cline, Roo, Gemini CLI) define and mcpkeep does not use: accepted with a
-// warning, so an existing host file works unchanged.
+// warning, so an existing host file works unchanged. The hosts' tool
+// filters (disabledTools, includeTools, excludeTools) are not among them:
+// mcpkeep honours those (docs/design.md §21).
 var hostKeys = map[string]string{
 	"alwaysAllow":   "tool approval is the host's business",
 	"autoApprove":   "tool approval is the host's business",
-	"disabledTools": "every tool of the server is proxied",
-	"includeTools":  "every tool of the server is proxied",
-	"excludeTools":  "every tool of the server is proxied",
 	"trust":         "tool approval is the host's business",
 	"timeout":       "use connectTimeoutMs (and waitForReadyMs for calls)",
 	"description":   "",
@@ -35,7 +34,8 @@ var hostKeys = map[string]string{
 }
 
 // serverKeys are the keys mcpkeep reads in a server block.
-const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, disabled"
+const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
+	"tools, prompts, toolOverrides, replaySafeCalls, disabledTools, includeTools, excludeTools, disabled"
 
 // server parses one server block; ok is false when it had errors.
 func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
@@ -50,15 +50,19 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		return sc, false, false
 	}
 	var (
-		typ, transportType      setting[string]
-		args, env, cwd, headers jsonPath
-		envMembers, hdrMembers  []member
-		rec                     reconnectFields
-		connectTimeout          setting[time.Duration]
-		failOnStartup           setting[bool]
-		waitForReady            setting[time.Duration]
-		cmdPath, urlPath        jsonPath
-		oauthPath               jsonPath
+		typ, transportType       setting[string]
+		args, env, cwd, headers  jsonPath
+		envMembers, hdrMembers   []member
+		rec                      reconnectFields
+		connectTimeout           setting[time.Duration]
+		failOnStartup            setting[bool]
+		waitForReady             setting[time.Duration]
+		cmdPath, urlPath         jsonPath
+		oauthPath                jsonPath
+		toolFilter, promptFilter filterFields
+		hostTools                hostFilter
+		overrides                []overrideField
+		replaySafe               setting[bool]
 	)
 	for _, f := range members {
 		if f.null() {
@@ -114,6 +118,19 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 			waitForReady.path = f.path
 		case "disabled":
 			disabled, err = decodeBool(f)
+		case "tools":
+			toolFilter, err = p.filter(f)
+		case "prompts":
+			promptFilter, err = p.filter(f)
+		case "disabledTools", "excludeTools":
+			err = hostTools.add(f, false)
+		case "includeTools":
+			err = hostTools.add(f, true)
+		case "toolOverrides":
+			overrides = p.overrides(f)
+		case "replaySafeCalls":
+			replaySafe.v, err = decodeBool(f)
+			replaySafe.path = f.path
 		default:
 			if why, known := hostKeys[f.key]; known {
 				msg := "ignored: mcpkeep does not use it"
@@ -189,6 +206,13 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	}
 	sc.FailOnStartupError = failOnStartup.or(d.failOnStartupError).v
 	sc.WaitForReady = waitForReady.or(d.waitForReady).v
+	sc.Tools = effectiveFilter(toolFilter, d.tools, hostTools)
+	sc.Prompts = effectiveFilter(promptFilter, d.prompts, hostFilter{})
+	sc.ToolOverrides = p.checkOverrides(sc.Name, overrides, sc.Tools)
+	sc.ReplaySafeCalls = true
+	if s := replaySafe.or(d.replaySafeCalls); s.set() {
+		sc.ReplaySafeCalls = s.v
+	}
 	return sc, disabled, len(p.errs) == before
 }
 

@@ -173,12 +173,15 @@ var (
 		"Listed items left out because a host could not take them (a bad URI, template or schema), by server.", []string{"server"}, nil)
 	catalogDesc = prometheus.NewDesc("mcpkeep_catalog_items",
 		"Items the server's last good generation offers, by kind (tools, prompts, resources, templates).", []string{"server", "kind"}, nil)
+	replayedDesc = prometheus.NewDesc("mcpkeep_calls_replayed_total",
+		"Calls lost to the server's crash and sent once more on its next generation (readOnlyHint or idempotentHint tools), by server.", []string{"server"}, nil)
 )
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stateDesc
 	ch <- catalogDesc
 	ch <- refusedDesc
+	ch <- replayedDesc
 }
 
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -206,6 +209,9 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 			n    int
 		}{{"tools", s.Tools}, {"prompts", s.Prompts}, {"resources", s.Resources}, {"templates", s.Templates}} {
 			ch <- prometheus.MustNewConstMetric(catalogDesc, prometheus.GaugeValue, float64(k.n), s.Server, k.kind)
+		}
+		if sup, ok := pool.Supervisor(s.Server); ok {
+			ch <- prometheus.MustNewConstMetric(replayedDesc, prometheus.CounterValue, float64(sup.CallsReplayed()), s.Server)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/spf13/cobra"
 )
@@ -110,6 +111,44 @@ func printServer(w io.Writer, sc config.Server) {
 	} else {
 		row("startup", "a failed first connect is retried in the background")
 	}
+	row("tools", "%s", describeFilter(sc.Tools, "tool"))
+	if !sc.Prompts.Empty() {
+		row("prompts", "%s", describeFilter(sc.Prompts, "prompt"))
+	}
+	for _, name := range sortedKeys(sc.ToolOverrides) {
+		o := sc.ToolOverrides[name]
+		var what []string
+		if o.Name != "" {
+			what = append(what, "exposed as "+o.Name)
+		}
+		if o.Title != "" {
+			what = append(what, fmt.Sprintf("title %q", o.Title))
+		}
+		if o.Description != "" {
+			what = append(what, "own description")
+		}
+		row("override", "%s: %s", name, strings.Join(what, ", "))
+	}
+	if sc.ReplaySafeCalls {
+		row("replay", "a call lost to a crash is sent once more if the tool declares readOnlyHint or idempotentHint")
+	} else {
+		row("replay", "off: a call lost to a crash is never sent again")
+	}
+}
+
+// describeFilter renders a server's effective filter (docs/design.md §21).
+func describeFilter(f tools.Filter, item string) string {
+	if f.Empty() {
+		return "every " + item + " the server lists"
+	}
+	var parts []string
+	if len(f.Allow) > 0 {
+		parts = append(parts, "only "+strings.Join(f.Allow, " "))
+	}
+	if len(f.Deny) > 0 {
+		parts = append(parts, "never "+strings.Join(f.Deny, " "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // schedule renders the retry waits, folding the run at the cap ("30s ×4");
@@ -136,7 +175,7 @@ func schedule(p backoff.Policy) string {
 	return s
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -91,3 +91,28 @@ func TestScheduleFoldsTheCap(t *testing.T) {
 		t.Errorf("schedule %q", got)
 	}
 }
+
+// check prints each server's effective filter, overrides and replay
+// setting (docs/design.md §21).
+func TestCheckPrintsTheFilter(t *testing.T) {
+	path := writeConfig(t, `{"tools": {"deny": ["delete_*"]}, "mcpServers": {
+	  "files": {"command": "x", "disabledTools": ["write_file"], "prompts": {"allow": ["greet"]},
+	            "toolOverrides": {"search": {"name": "find", "title": "Find"}}},
+	  "plain": {"command": "x", "tools": {"deny": []}, "replaySafeCalls": false}}}`)
+	code, out, errOut := runCLI("check", "--config", path)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"tools       never delete_* write_file",
+		"prompts     only greet",
+		`override    search: exposed as find, title "Find"`,
+		"replay      a call lost to a crash is sent once more if the tool declares readOnlyHint or idempotentHint",
+		"tools       every tool the server lists",
+		"replay      off: a call lost to a crash is never sent again",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
