@@ -30,6 +30,19 @@ type rig struct {
 	srv  *Server
 	mems map[string]*transport.Memory
 	h    http.Handler // serveHTTP's
+	// downstream pins the servers' protocol version, as the proxy does
+	// with real transports (downstreamVersion); "" lets them negotiate.
+	downstream string
+}
+
+// pinned is a Memory whose sessions ask for one protocol version.
+type pinned struct {
+	*transport.Memory
+	version string
+}
+
+func (p pinned) SessionOptions() *mcp.ClientSessionOptions {
+	return &mcp.ClientSessionOptions{ProtocolVersion: p.version}
 }
 
 // newRig serves the named in-memory servers. Each offers echo and hang
@@ -51,6 +64,9 @@ func newRig(t *testing.T, opts Options, names ...string) *rig {
 		m, ok := r.mems[sc.Name]
 		if !ok {
 			return nil, fmt.Errorf("no memory server %q", sc.Name)
+		}
+		if r.downstream != "" {
+			return pinned{m, r.downstream}, nil
 		}
 		return m, nil
 	}
@@ -114,6 +130,9 @@ func (r *rig) httpHost(url, era string, opts *mcp.ClientOptions) *mcp.ClientSess
 // serveHTTP serves the rig's Server on an httptest server.
 func (r *rig) serveHTTP() *httptest.Server {
 	r.t.Helper()
+	if r.downstream == "" {
+		r.downstream = legacyVersion // as Start's downstreamVersion
+	}
 	h, err := r.srv.Handler(HTTPOptions{})
 	if err != nil {
 		r.t.Fatal(err)
