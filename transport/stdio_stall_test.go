@@ -25,7 +25,11 @@ import (
 // write blocked for as long as the child lived.
 func TestStdioStalledWriteEndsTheGeneration(t *testing.T) {
 	const bound = 300 * time.Millisecond
-	g, _ := open(t, fixtureStdio(t, "deaf"))
+	s := fixtureStdio(t, "deaf")
+	// deaf takes no notice of its stdin's end: SIGTERM ends it, and a
+	// loaded machine may take longer than the short test graces.
+	s.TermGrace, s.KillGrace = 2*time.Second, 2*time.Second
+	g, _ := open(t, s)
 	g.(transport.WriteBounder).BoundWrites(bound)
 	conn, err := g.Transport().Connect(context.Background())
 	if err != nil {

@@ -75,9 +75,9 @@ func hostileConfig(t *testing.T) map[string]any {
 		return s
 	}
 	return map[string]any{"mcpServers": map[string]any{
-		"ok":          srv("normal", nil),
-		"bad":         srv("normal", map[string]any{"connectTimeoutMs": 1500, "waitForReadyMs": 15000}),
-		"baduri":      srv("bad-uri", nil),
+		"ok":     srv("normal", nil),
+		"bad":    srv("normal", map[string]any{"connectTimeoutMs": 1500, "waitForReadyMs": 15000}),
+		"baduri": srv("bad-uri", nil),
 		// The refused servers give up after a few attempts: respawning
 		// a -race binary every few hundred ms would starve the rest.
 		"endless":     srv("endless-pages", map[string]any{"reconnect": giveUp}),
