@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -186,7 +187,16 @@ func (h *hostileHost) stalledHost(endpoint string) {
 	init := drain(post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stalled-host","version":"0"}}}`))
 	session := init.Header.Get("Mcp-Session-Id")
 	drain(post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	go drain(post(session, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`)) // silentlevel delays it
+	// silentlevel delays the answer (5 s at most): not waited for here.
+	levelDone := make(chan struct{})
+	go func() {
+		defer close(levelDone)
+		if resp, err := post(session, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	t.Cleanup(func() { <-levelDone })
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", endpoint, nil)
 	req.Header.Set("Accept", "text/event-stream")
