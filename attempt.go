@@ -24,6 +24,11 @@ func (s *Supervisor) attempt(g *generation) {
 		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("open: %w", err)})
 		return
 	}
+	if b, ok := tg.(transport.WriteBounder); ok {
+		// A server that takes nothing of a write for this long is hung
+		// (docs/design.md §19).
+		b.BoundWrites(s.opts.ConnectTimeout)
+	}
 	if !s.handoff(message{kind: mOpened, gen: g.n, tg: tg}) {
 		abort(tg)
 		<-tg.Gone() // the name's quarantine waits for this attempt

@@ -472,9 +472,10 @@ func (c genValues) Value(key any) any {
 
 // connectionEnded tells a call that failed because its connection ended
 // from one the server answered with an error: a call pending when the peer
-// died gets the read loop's own error (io.EOF, or a closed pipe).
+// died gets the read loop's own error (io.EOF, or a closed pipe), and the
+// write a stdio server stopped taking fails with transport.ErrStalled.
 func connectionEnded(g *generation, err error) bool {
 	return g.ctx.Err() != nil ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, os.ErrClosed)
+		errors.Is(err, os.ErrClosed) || errors.Is(err, transport.ErrStalled)
 }

@@ -114,7 +114,8 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 		}
 		g.onLeaderReaped = h.leaderReaped
 	}
-	g.transport = &mcp.IOTransport{Reader: g.stdout, Writer: g.stdin}
+	g.watch = newStallWatch(g.log, s.Server, gen, g.stdin, g.stdout)
+	g.transport = &mcp.IOTransport{Reader: stallReader{g.stdout, g.watch}, Writer: g.watch}
 	go g.wait()
 	go g.forwardStderr()
 	go g.reap()
@@ -153,6 +154,7 @@ type stdioGen struct {
 	pgid      int       // = the child's pid
 	stdin     *stdinWriter
 	stdout    *stdoutReader
+	watch     *stallWatch   // the write watchdog over stdin and stdout
 	stderr    *stderrReader // its file is closed by reap
 	transport *mcp.IOTransport
 

@@ -1,0 +1,87 @@
+//go:build unix
+
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpkeep/mcpkeep/transport"
+)
+
+// TestStdioStalledWriteEndsTheGeneration (docs/design.md §19): a child that
+// never reads its stdin, and a message larger than the pipe's buffer
+// (64 KiB): the write fails with ErrStalled once the bound passed with
+// nothing taken, the reader ends (the session's end, naming the stall),
+// and a later write fails at once as never sent. Before the watchdog the
+// write blocked for as long as the child lived.
+func TestStdioStalledWriteEndsTheGeneration(t *testing.T) {
+	const bound = 300 * time.Millisecond
+	s := fixtureStdio(t, "deaf")
+	// deaf takes no notice of its stdin's end: SIGTERM ends it, and a
+	// loaded machine may take longer than the short test graces.
+	s.TermGrace, s.KillGrace = 2*time.Second, 2*time.Second
+	g, _ := open(t, s)
+	g.(transport.WriteBounder).BoundWrites(bound)
+	conn, err := g.Transport().Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	id, err := jsonrpc.MakeID(float64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := `{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 256<<10) + `"}}`
+	msg := &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(params)}
+
+	start := time.Now()
+	wrote := make(chan error, 1)
+	go func() { wrote <- conn.Write(context.Background(), msg) }()
+	select {
+	case err = <-wrote:
+	case <-time.After(stdioTimeout):
+		t.Fatalf("the write still blocks after %v: no watchdog", stdioTimeout)
+	}
+	took := time.Since(start)
+	if !errors.Is(err, transport.ErrStalled) || errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Fatalf("write = %v; want ErrStalled, not ErrConnectionClosed (the request may be partly sent)", err)
+	}
+	if took < bound {
+		t.Errorf("the write failed after %v, before the bound %v", took, bound)
+	}
+	if !strings.Contains(err.Error(), `server "fixture" gen 1`) {
+		t.Errorf("write = %v; want it to name the server and generation", err)
+	}
+
+	read := make(chan error, 1)
+	go func() {
+		_, err := conn.Read(context.Background())
+		read <- err
+	}()
+	select {
+	case err = <-read:
+	case <-time.After(stdioTimeout):
+		t.Fatal("the reader did not end after the stall")
+	}
+	if !errors.Is(err, transport.ErrStalled) || !errors.Is(err, io.EOF) {
+		t.Errorf("read = %v; want ErrStalled and io.EOF (calls in flight are lost)", err)
+	}
+
+	start = time.Now()
+	err = conn.Write(context.Background(), msg)
+	if !errors.Is(err, transport.ErrStalled) || !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("a later write = %v; want ErrStalled and ErrConnectionClosed (never sent)", err)
+	}
+	if d := time.Since(start); d > bound/2 {
+		t.Errorf("a later write took %v; want at once", d)
+	}
+}
