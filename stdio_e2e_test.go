@@ -340,7 +340,11 @@ func TestStdioGarbageThenRecovers(t *testing.T) {
 // A grandchild holding stdout does not hide the child's death: the loss is
 // seen within milliseconds, and the barrier takes the grandchild too.
 func TestStdioGrandchildLossSeenAtOnce(t *testing.T) {
-	const within = 100 * time.Millisecond
+	// Without the waiter the loss is never seen while the grandchild
+	// lives; the bound only has to tell "at once" from "never" on a loaded
+	// machine (make test runs the process suites side by side). The
+	// latency itself is a bench row (docs/benchmarks.md).
+	const within = time.Second
 	r := newE2E(t, e2eConfig{Mode: e2eModes("grandchild")})
 	r.mustStart()
 	gc := r.grandchild(1)
