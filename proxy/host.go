@@ -266,7 +266,7 @@ func (r *logRelay) relay(server string, p *mcp.LoggingMessageParams) {
 	for _, b := range r.host.bridges.of(server) {
 		if ss, rctx := b.round(); ss != nil && !done[ss] {
 			done[ss] = true
-			r.host.outboxes.push(ss, func(sendCtx context.Context) {
+			r.host.outboxes.push(ss, false, func(sendCtx context.Context) {
 				ctx, cancel := context.WithCancel(rctx) // the round's request carries it
 				defer cancel()
 				stop := context.AfterFunc(sendCtx, cancel)
@@ -277,7 +277,7 @@ func (r *logRelay) relay(server string, p *mcp.LoggingMessageParams) {
 	}
 	for ss := range r.srv.Sessions() {
 		if !done[ss] {
-			r.host.outboxes.push(ss, func(ctx context.Context) { _ = ss.Log(ctx, &q) })
+			r.host.outboxes.push(ss, false, func(ctx context.Context) { _ = ss.Log(ctx, &q) })
 		}
 	}
 }
@@ -318,7 +318,7 @@ func (h *hostLink) progressRelay(ctx context.Context, req mcp.Request) func(*mcp
 	}
 	return func(p *mcp.ProgressNotificationParams) {
 		out := &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message}
-		h.outboxes.push(ss, func(sendCtx context.Context) {
+		h.outboxes.push(ss, true, func(sendCtx context.Context) {
 			ctx, cancel := context.WithCancel(ctx) // the request's: its stream carries it
 			defer cancel()
 			stop := context.AfterFunc(sendCtx, cancel)

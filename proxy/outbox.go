@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +14,9 @@ import (
 // the proxy sends a host on its own (log messages, progress) goes through
 // that host session's outbox, a bounded queue with a writer of its own, so
 // a host that stops reading delays nobody but itself. When an outbox is
-// full its oldest message is dropped and counted.
+// full its oldest log message is dropped and counted, or, with no log
+// message queued, its oldest progress: a flood of one server's logs does
+// not cost another call its progress.
 
 // outboxCap bounds one session's queued messages; outboxSendBound bounds
 // one send (an HTTP write is bounded by the connection's write deadline
@@ -36,13 +39,19 @@ type outboxes struct {
 // empty, so an idle session costs no goroutine.
 type outbox struct {
 	mu      sync.Mutex
-	items   []func(context.Context)
+	items   []outItem
 	running bool
 	idle    chan struct{} // closed when empty and no writer runs
 }
 
+// outItem is one queued message; progress tells it from a log message.
+type outItem struct {
+	send     func(context.Context)
+	progress bool
+}
+
 // push queues send for ss without blocking.
-func (os *outboxes) push(ss *mcp.ServerSession, send func(context.Context)) {
+func (os *outboxes) push(ss *mcp.ServerSession, progress bool, send func(context.Context)) {
 	os.mu.Lock()
 	if os.closed {
 		os.mu.Unlock()
@@ -58,11 +67,14 @@ func (os *outboxes) push(ss *mcp.ServerSession, send func(context.Context)) {
 	}
 	o.mu.Lock()
 	if len(o.items) >= outboxCap {
-		o.items[0] = nil
-		o.items = o.items[1:]
+		victim := slices.IndexFunc(o.items, func(it outItem) bool { return !it.progress })
+		if victim < 0 {
+			victim = 0
+		}
+		o.items = slices.Delete(o.items, victim, victim+1)
 		os.dropped.Add(1)
 	}
-	o.items = append(o.items, send)
+	o.items = append(o.items, outItem{send: send, progress: progress})
 	start := !o.running
 	if start {
 		o.running = true
@@ -86,8 +98,8 @@ func (os *outboxes) write(o *outbox) {
 			o.mu.Unlock()
 			return
 		}
-		send := o.items[0]
-		o.items[0] = nil
+		send := o.items[0].send
+		o.items[0] = outItem{}
 		o.items = o.items[1:]
 		o.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), outboxSendBound)
