@@ -187,11 +187,19 @@ func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *ready
 	if !started && snap.State != fsm.Disposed {
 		return fmt.Errorf("mcpkeep: server %q: %w", s.opts.Name, ErrNotStarted)
 	}
-	if opts == nil || !opts.WaitForReady || snap.State == fsm.Exhausted || snap.State == fsm.Disposed || snap.State == fsm.Draining {
+	// A server still starting is waited for, bounded by its connect
+	// timeout, whatever opts say (docs/design.md §20).
+	starting := snap.Starting
+	if !starting && (opts == nil || !opts.WaitForReady || snap.State == fsm.Exhausted || snap.State == fsm.Disposed || snap.State == fsm.Draining) {
 		return nc
 	}
-	if w.t == nil && opts.ReadyTimeout > 0 {
-		w.t = s.opts.Clock.Timer(opts.ReadyTimeout)
+	if w.t == nil {
+		switch {
+		case opts != nil && opts.WaitForReady && opts.ReadyTimeout > 0:
+			w.t = s.opts.Clock.Timer(opts.ReadyTimeout)
+		case starting && (opts == nil || !opts.WaitForReady):
+			w.t = s.opts.Clock.Timer(s.opts.ConnectTimeout)
+		}
 	}
 	var timeout <-chan time.Time
 	if w.t != nil {

@@ -53,6 +53,17 @@ type lists struct {
 	// refused are the items left out because a host could not take them
 	// (docs/design.md §19), for apply to log.
 	refused []tools.Refusal
+	// raw is what the server listed, as it listed it: what the catalog
+	// cache keeps (docs/design.md §20).
+	raw rawLists
+}
+
+// rawLists are a server's lists as it sent them.
+type rawLists struct {
+	tools     []*mcp.Tool
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
 }
 
 // list fetches every page of each kind in kinds and builds the server's
@@ -75,9 +86,7 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		if l.tools, l.refused, err = tools.BuildTools(name, ts, s.opts.Namer, s.opts.Limits); err != nil {
-			return nil, err
-		}
+		l.raw.tools = ts
 	}
 	if kinds&kindPrompts != 0 {
 		ps, err := pages(ctx, name, "prompts/list", lim.MaxPrompts, tools.LimitMaxPrompts, true,
@@ -91,9 +100,7 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		if l.prompts, err = tools.BuildPrompts(name, ps, s.opts.Namer, s.opts.Limits); err != nil {
-			return nil, err
-		}
+		l.raw.prompts = ps
 	}
 	if kinds&kindResources != 0 {
 		rs, err := pages(ctx, name, "resources/list", lim.MaxResources, tools.LimitMaxResources, true,
@@ -107,11 +114,7 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		var refused []tools.Refusal
-		if l.resources, refused, err = tools.BuildResources(name, rs, s.opts.Limits); err != nil {
-			return nil, err
-		}
-		l.refused = append(l.refused, refused...)
+		l.raw.resources = rs
 		ts, err := pages(ctx, name, "resources/templates/list", lim.MaxTemplates, tools.LimitMaxTemplates, true,
 			func(ctx context.Context, c string) ([]*mcp.ResourceTemplate, string, error) {
 				r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
@@ -123,12 +126,37 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		if l.templates, refused, err = tools.BuildTemplates(name, ts, s.opts.Limits); err != nil {
-			return nil, err
+		l.raw.templates = ts
+	}
+	return l, s.build(l)
+}
+
+// build makes the registrations of l's raw lists, kind by kind.
+func (s *Supervisor) build(l *lists) error {
+	name := s.opts.Name
+	var err error
+	if l.kinds&kindTools != 0 {
+		if l.tools, l.refused, err = tools.BuildTools(name, l.raw.tools, s.opts.Namer, s.opts.Limits); err != nil {
+			return err
+		}
+	}
+	if l.kinds&kindPrompts != 0 {
+		if l.prompts, err = tools.BuildPrompts(name, l.raw.prompts, s.opts.Namer, s.opts.Limits); err != nil {
+			return err
+		}
+	}
+	if l.kinds&kindResources != 0 {
+		var refused []tools.Refusal
+		if l.resources, refused, err = tools.BuildResources(name, l.raw.resources, s.opts.Limits); err != nil {
+			return err
+		}
+		l.refused = append(l.refused, refused...)
+		if l.templates, refused, err = tools.BuildTemplates(name, l.raw.templates, s.opts.Limits); err != nil {
+			return err
 		}
 		l.refused = append(l.refused, refused...)
 	}
-	return l, nil
+	return nil
 }
 
 // pages fetches every page of one list, bounded whatever the server
@@ -184,6 +212,7 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 			errs = append(errs, err)
 		} else {
 			lc.tools = len(l.tools)
+			lc.raw.tools = l.raw.tools
 		}
 	}
 	if l.kinds&kindPrompts != 0 {
@@ -191,6 +220,7 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 			errs = append(errs, err)
 		} else {
 			lc.listed.prompts = l.prompts
+			lc.raw.prompts = l.raw.prompts
 		}
 	}
 	if l.kinds&kindResources != 0 {
@@ -198,15 +228,22 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 			errs = append(errs, err)
 		} else {
 			lc.listed.resources = l.resources
+			lc.raw.resources = l.raw.resources
 		}
 		if err := cat.ReplaceTemplates(name, g.n, l.templates); err != nil {
 			errs = append(errs, err)
 		} else {
 			lc.listed.templates = l.templates
+			lc.raw.templates = l.raw.templates
 		}
 	}
 	g.view.Store(newCatalogView(&lc.listed))
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	lc.hinted = false // what is listed now is the live server's
+	lc.saveCatalog(g)
+	return nil
 }
 
 // logRefused logs each item a sync left out (docs/design.md §19), once per

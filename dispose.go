@@ -65,6 +65,7 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 		stopTimer(&g.connectTimer)
 		stopTimer(&g.deferTimer)
 	}
+	lc.rememberNotComing()
 	lc.opts.Catalog.RemoveCatalog(lc.opts.Name)
 	lc.tools, lc.listed = 0, listedCatalog{}
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // lifecycle is the part of a Supervisor that the loop goroutine owns: the
@@ -45,6 +46,17 @@ type lifecycle struct {
 	listed    listedCatalog // the registered prompts, resources, templates
 	finished  bool          // the loop returns after this message
 	activated bool          // the activation outcome was reported to Start
+
+	// The catalog cache (docs/design.md §20): raw is the last listing as
+	// the server sent it, init its initialize result; hinted while what is
+	// registered came from the cache, not from a live generation.
+	raw             rawLists
+	init            *mcp.InitializeResult
+	hinted          bool
+	notComing       bool // the cache says (or was told) the server did not come
+	everEstablished bool // a generation of this Start was established
+	onDemand        bool // connecting because a request needs the server (idle → connecting)
+	saveWarned      bool
 
 	// rejected counts, per guard key, the events that guard refused.
 	rejected map[string]*atomic.Uint64

@@ -26,7 +26,12 @@ func (s *Supervisor) loop() {
 	defer close(s.done)
 	defer close(s.stop)
 	lc := s.lc
+	settled := lc.loadHint()
 	lc.enterConnecting().activation = true
+	if settled && !lc.opts.FailOnStartupError {
+		// Listed from the cache, or not expected: Start need not wait.
+		lc.activationDone(nil)
+	}
 	lc.publish()
 	for !lc.finished {
 		lc.handle(<-s.inbox)

@@ -68,6 +68,11 @@ type Options struct {
 	Limits tools.Limits
 	// Client identifies mcpkeep to the server; nil is {"mcpkeep", Version}.
 	Client *mcp.Implementation
+	// Cache keeps the server's catalog between runs (docs/design.md §20):
+	// a cached catalog is registered before the first connect, and Start
+	// does not wait for a server that has one or that the cache remembers
+	// as not coming (unless FailOnStartupError). nil keeps nothing.
+	Cache CatalogStore
 }
 
 // Version is mcpkeep's version as reported to servers.

@@ -153,6 +153,9 @@ func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
 		Logger: p.opts.Logger, Clock: p.opts.Clock, Rand: p.opts.Rand, Sink: p.sink,
 		Catalog: p.catalog, Host: p.opts.Host, Namer: p.opts.Namer,
 	}
+	if p.opts.Cache != nil {
+		o.Cache = p.opts.Cache.For(sc)
+	}
 	if haveRoots {
 		o.Roots = roots
 		if o.Roots == nil {

@@ -54,6 +54,7 @@ func (lc *lifecycle) publish() {
 		Attempt: lc.budget.Attempt(), MaxAttempts: lc.opts.policy.MaxAttempts,
 		NextRetry: lc.nextRetry, LastErr: lc.lastErr, Started: true,
 		Tools: lc.tools, Prompts: len(lc.listed.prompts), Resources: len(lc.listed.resources), Templates: len(lc.listed.templates),
+		Cached: lc.hinted, Starting: lc.starting(),
 	}
 	s := lc.s
 	s.mu.Lock()

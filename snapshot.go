@@ -20,6 +20,13 @@ type Snapshot struct {
 	Resources   int       // resources listed by the last good generation
 	Templates   int       // resource templates of the last good generation
 	Started     bool
+	// Cached: the lists registered come from the catalog cache; no live
+	// generation confirmed them yet (docs/design.md §20).
+	Cached bool
+	// Starting: no generation of this Start was established yet and one
+	// is connecting; a request waits for it (bounded by the connect
+	// timeout) instead of failing.
+	Starting bool
 }
 
 // Stats counts what the loop dropped: events of stale generations, second
