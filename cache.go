@@ -81,7 +81,7 @@ func (lc *lifecycle) saveCatalog(g *generation) {
 // established, keeping the last catalog: the next start does not hold
 // the host for it (docs/design.md §20).
 func (lc *lifecycle) rememberNotComing() {
-	if lc.opts.Cache == nil || lc.everEstablished || lc.notComing {
+	if lc.opts.Cache == nil || lc.everEstablished || lc.notComing || lc.nextGen == 0 {
 		return
 	}
 	lc.notComing = true
@@ -107,5 +107,5 @@ func (lc *lifecycle) store(e *catalogcache.Entry) {
 // (docs/design.md §20). A server without a cache registers nothing before
 // it is established and keeps the fail-fast outage semantics.
 func (lc *lifecycle) starting() bool {
-	return (lc.hinted || lc.onDemand) && lc.m.State() == fsm.Connecting
+	return (lc.hinted || lc.demanded) && lc.m.State() == fsm.Connecting
 }

@@ -134,6 +134,8 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 	}
 	g.established = true
 	lc.everEstablished = true
+	lc.demanded = false
+	lc.armIdle(g, lc.opts.idleStop)
 	stopTimer(&g.connectTimer)
 	lc.s.live.Store(g)
 	lc.s.served.Store(g.cs.InitializeResult())

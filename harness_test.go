@@ -241,6 +241,12 @@ func (h *harness) checkInvariants() {
 			h.t.Fatalf("I3: %s with tools registered: %v", snap.State, r)
 		}
 	}
+	// I1 for idle: no process at all (docs/design.md §20).
+	if snap.State == fsm.Idle {
+		if n := h.mem.Live(); n != 0 {
+			h.t.Fatalf("I1: idle with %d live transports", n)
+		}
+	}
 	// I4: 0 ≤ attempt ≤ maxAttempts.
 	if snap.Attempt < 0 || snap.Attempt > snap.MaxAttempts {
 		h.t.Fatalf("I4: attempt %d of %d", snap.Attempt, snap.MaxAttempts)

@@ -55,7 +55,9 @@ type lifecycle struct {
 	hinted          bool
 	notComing       bool // the cache says (or was told) the server did not come
 	everEstablished bool // a generation of this Start was established
-	onDemand        bool // connecting because a request needs the server (idle → connecting)
+	demanded        bool // connecting because a request needed the idle server
+	idleStopping    bool // lost for an idle stop: released leads to idle
+	demandPending   bool // a demand came during the idle stop's barrier
 	saveWarned      bool
 
 	// rejected counts, per guard key, the events that guard refused.
@@ -86,6 +88,7 @@ func (lc *lifecycle) facts(m message) fsm.Facts {
 		ReconnectDisabled: !lc.opts.policy.Enabled,
 		BudgetSpent:       !lc.budget.Left(),
 		SignInRequired:    errors.Is(lc.lastErr, ErrSignInRequired),
+		IdleStop:          lc.idleStopping,
 	}
 	switch m.kind {
 	case mRetryDue:
@@ -94,13 +97,16 @@ func (lc *lifecycle) facts(m message) fsm.Facts {
 		// The timer of a deferral that ended (the attempt started) is stale.
 		g := lc.gens[m.gen]
 		f.Stale = g == nil || g != lc.cur || !g.deferred
-	case mReconnect, mDispose, mDrainTimeout:
+	case mReconnect, mDispose, mDrainTimeout, mDemand:
 		// The host's requests and the drain deadline speak for the
 		// supervisor, not for a generation.
 	default:
 		g := lc.gens[m.gen]
 		f.Stale = g == nil || g != lc.cur
 		f.Repeated = g != nil && g.failed
+		if m.kind == mIdleTimeout {
+			f.Busy = lc.s.busy()
+		}
 	}
 	return f
 }

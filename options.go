@@ -73,6 +73,15 @@ type Options struct {
 	// does not wait for a server that has one or that the cache remembers
 	// as not coming (unless FailOnStartupError). nil keeps nothing.
 	Cache CatalogStore
+	// Lazy: with a cached catalog the server is not started until a
+	// request needs it (it starts idle); without one it is started once
+	// to learn its catalog and stopped when idle (docs/design.md §20).
+	Lazy bool
+	// IdleStop stops an established server that had no request in
+	// flight, no resource subscription and no request for this long,
+	// through its close barrier, until the next request. Zero is off for
+	// an eager server and DefaultIdleStop for a lazy one; negative is off.
+	IdleStop time.Duration
 }
 
 // Version is mcpkeep's version as reported to servers.
@@ -84,6 +93,8 @@ type resolved struct {
 	Options
 	policy backoff.Policy
 	limits tools.Limits // Limits with every zero field at its default
+	// idleStop is IdleStop with its default; ≤ 0 is off.
+	idleStop time.Duration
 }
 
 func (o Options) resolve() (resolved, error) {
@@ -120,6 +131,10 @@ func (o Options) resolve() (resolved, error) {
 		if w, ok := o.Opener.(transport.TerminationWindower); ok && w.TerminationWindow() > 0 {
 			r.TerminationWindow = w.TerminationWindow()
 		}
+	}
+	r.idleStop = o.IdleStop
+	if o.IdleStop == 0 && o.Lazy {
+		r.idleStop = DefaultIdleStop
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

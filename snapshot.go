@@ -27,6 +27,11 @@ type Snapshot struct {
 	// is connecting; a request waits for it (bounded by the connect
 	// timeout) instead of failing.
 	Starting bool
+	// IdleStopping: the server is being stopped for idleness (lost, its
+	// barrier pending); a request waits and starts the next generation.
+	IdleStopping bool
+	// Lazy: the server starts on demand (Options.Lazy).
+	Lazy bool
 }
 
 // Stats counts what the loop dropped: events of stale generations, second

@@ -41,6 +41,10 @@ type Supervisor struct {
 	served atomic.Pointer[mcp.InitializeResult]
 	// dropped counts stale and duplicate signals (Stats).
 	dropped atomic.Uint64
+	// active counts the requests in flight and lastUse is when the last
+	// one began or ended (clock UnixNano), when an idle stop is set.
+	active  atomic.Int64
+	lastUse atomic.Int64
 
 	mu struct {
 		sync.Mutex
