@@ -176,6 +176,8 @@ func ServerOptions(s config.Server, logger *slog.Logger) (Options, error) {
 		ConnectTimeout:     s.ConnectTimeout,
 		FailOnStartupError: s.FailOnStartupError,
 		Logger:             logger,
+		Lazy:               s.Lazy,
+		IdleStop:           s.IdleStop,
 	}, nil
 }
 

@@ -152,6 +152,7 @@ func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
 		ConnectTimeout: sc.ConnectTimeout, FailOnStartupError: sc.FailOnStartupError,
 		Logger: p.opts.Logger, Clock: p.opts.Clock, Rand: p.opts.Rand, Sink: p.sink,
 		Catalog: p.catalog, Host: p.opts.Host, Namer: p.opts.Namer,
+		Lazy: sc.Lazy, IdleStop: sc.IdleStop,
 	}
 	if p.opts.Cache != nil {
 		o.Cache = p.opts.Cache.For(sc)

@@ -82,6 +82,12 @@ type Server struct {
 	// WaitForReady is how long a call made during an outage waits for
 	// recovery (mcpkeep.Pool.Call); 0 fails fast.
 	WaitForReady time.Duration
+	// Lazy ("start": "lazy"): with a cached catalog the server is
+	// started by the first request that needs it (docs/design.md §20).
+	Lazy bool
+	// IdleStop ("idleStopMs") stops the server after this long without
+	// requests; 0 is the default (off, or 10 min for a lazy server).
+	IdleStop time.Duration
 }
 
 // Equal reports whether a and b configure the same server the same way
@@ -91,7 +97,7 @@ func (a Server) Equal(b Server) bool {
 		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.Dir == b.Dir &&
 		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.OAuth.equal(b.OAuth) && a.Reconnect == b.Reconnect &&
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
-		a.WaitForReady == b.WaitForReady
+		a.WaitForReady == b.WaitForReady && a.Lazy == b.Lazy && a.IdleStop == b.IdleStop
 }
 
 func equalStrings(a, b []string) bool {
@@ -257,6 +263,8 @@ type defaults struct {
 	connectTimeout     setting[time.Duration]
 	failOnStartupError setting[bool]
 	waitForReady       setting[time.Duration]
+	lazy               setting[bool]
+	idleStop           setting[time.Duration]
 }
 
 // setting is a value and where it was set (empty path: not set).
@@ -310,11 +318,17 @@ func (p *parser) file(data []byte) *Config {
 		case "waitForReadyMs":
 			d.waitForReady.v, err = decodeMs(m, true)
 			d.waitForReady.path = m.path
+		case "start":
+			d.lazy.v, err = decodeStart(m)
+			d.lazy.path = m.path
+		case "idleStopMs":
+			d.idleStop.v, err = decodeMs(m, false)
+			d.idleStop.path = m.path
 		case "inputs":
 			p.warn(m.path, "ignored: mcpkeep does not prompt for VS Code inputs, so ${input:...} stays unexpanded")
 		case "$schema":
 		default:
-			err = ruleError(m.path, "unknown key (top-level keys: mcpServers, servers, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs)")
+			err = ruleError(m.path, "unknown key (top-level keys: mcpServers, servers, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, start, idleStopMs)")
 		}
 		if err != nil {
 			p.fail(err)

@@ -35,7 +35,7 @@ var hostKeys = map[string]string{
 }
 
 // serverKeys are the keys mcpkeep reads in a server block.
-const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, disabled"
+const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, start, idleStopMs, disabled"
 
 // server parses one server block; ok is false when it had errors.
 func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
@@ -57,6 +57,8 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		connectTimeout          setting[time.Duration]
 		failOnStartup           setting[bool]
 		waitForReady            setting[time.Duration]
+		lazy                    setting[bool]
+		idleStop                setting[time.Duration]
 		cmdPath, urlPath        jsonPath
 		oauthPath               jsonPath
 	)
@@ -112,6 +114,12 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "waitForReadyMs":
 			waitForReady.v, err = decodeMs(f, true)
 			waitForReady.path = f.path
+		case "start":
+			lazy.v, err = decodeStart(f)
+			lazy.path = f.path
+		case "idleStopMs":
+			idleStop.v, err = decodeMs(f, false)
+			idleStop.path = f.path
 		case "disabled":
 			disabled, err = decodeBool(f)
 		default:
@@ -189,6 +197,8 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	}
 	sc.FailOnStartupError = failOnStartup.or(d.failOnStartupError).v
 	sc.WaitForReady = waitForReady.or(d.waitForReady).v
+	sc.Lazy = lazy.or(d.lazy).v
+	sc.IdleStop = idleStop.or(d.idleStop).v
 	return sc, disabled, len(p.errs) == before
 }
 
