@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/spf13/cobra"
@@ -108,6 +109,18 @@ func printServer(w io.Writer, sc config.Server) {
 		row("startup", "a failed first connect is fatal")
 	} else {
 		row("startup", "a failed first connect is retried in the background")
+	}
+	idle := sc.IdleStop
+	if sc.Lazy {
+		if idle == 0 {
+			idle = mcpkeep.DefaultIdleStop
+		}
+		row("start", "lazy: started by the first request once its catalog is cached")
+	} else {
+		row("start", "eager: started with the proxy")
+	}
+	if idle > 0 {
+		row("idle stop", "after %v without requests (catalog kept, started again on demand)", idle)
 	}
 }
 
