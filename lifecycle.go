@@ -59,6 +59,7 @@ type lifecycle struct {
 	idleStopping    bool // lost for an idle stop: released leads to idle
 	demandPending   bool // a demand came during the idle stop's barrier
 	saveWarned      bool
+	settled         bool // loadHint's answer: Start need not wait (set before the loop runs)
 
 	// rejected counts, per guard key, the events that guard refused.
 	rejected map[string]*atomic.Uint64

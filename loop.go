@@ -30,7 +30,7 @@ func (s *Supervisor) loop() {
 	defer close(s.done)
 	defer close(s.stop)
 	lc := s.lc
-	settled := lc.loadHint()
+	settled := lc.settled
 	if lc.opts.Lazy && lc.hinted {
 		// A lazy server listed from its cache waits for a request.
 		lc.m = fsm.NewAt(fsm.Idle)

@@ -14,7 +14,6 @@ import (
 // the cache lists the healthy server and remembers that the hung one did
 // not come (docs/design.md §20). Real processes throughout.
 func TestProxyHungServerStartsFromCache(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	hung := fixtureServer(t, "hang-init")
 	hung["connectTimeoutMs"] = 30000
