@@ -2,12 +2,15 @@ package mcpkeep
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/catalogcache"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 // A pool's lazy server with a cached catalog is idle after Apply, its
@@ -81,5 +84,53 @@ func TestIdleServerReload(t *testing.T) {
 	}
 	if _, ok := p.Supervisor("a"); ok {
 		t.Fatal("removed server still in the pool")
+	}
+}
+
+// Every cached catalog is registered before any server of an Apply
+// spawns (Supervisor.prepare): a host's first answers do not wait behind
+// the servers' start-up.
+func TestPoolRegistersHintsBeforeSpawning(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), poolDeadline)
+	defer cancel()
+	cache := catalogcache.New(t.TempDir())
+	var servers []config.Server
+	for _, name := range []string{"a", "b", "c", "d"} {
+		sc := memServer(name)
+		if err := cache.For(sc).Save(memEntry("echo", "hang")); err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, sc)
+	}
+	set := tools.NewSet(tools.Limits{})
+	var mu sync.Mutex
+	var seenAtOpen []int
+	o := newMemOpeners()
+	open := o.open
+	p := NewPool(PoolOptions{Cache: cache, Sink: set, Opener: func(sc config.Server) (transport.Opener, error) {
+		op, err := open(sc)
+		m := op.(*transport.Memory)
+		m.Fault = func(uint64) transport.Fault {
+			mu.Lock()
+			seenAtOpen = append(seenAtOpen, len(set.List()))
+			mu.Unlock()
+			return transport.Fault{}
+		}
+		return m, err
+	}})
+	defer p.Dispose(ctx)
+	if err := p.Apply(ctx, &config.Config{Servers: servers}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		sup, _ := p.Supervisor(name)
+		waitState(t, sup, "established", func(s Snapshot) bool { return s.State == fsm.Established })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range seenAtOpen {
+		if n != 8 {
+			t.Fatalf("a server spawned with %d of 8 cached tools registered (%v)", n, seenAtOpen)
+		}
 	}
 }
