@@ -286,3 +286,24 @@ func TestDemandBounded(t *testing.T) {
 		}
 	})
 }
+
+// A resource subscription made while idle starts the server: it is a
+// request that needs it.
+func TestSubscribeWhileIdleStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, lazyCached)
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		h.wantState(fsm.Idle)
+		if err := h.sup.SubscribeResource(context.Background(), "docs://a"); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		h.wantState(fsm.Established)
+		wantCauses(t, h, StartDemand)
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -258,7 +258,7 @@ func (s *Supervisor) awaitRelease(gone []<-chan struct{}) {
 
 // Reconnect restarts the server by hand: from established it closes the
 // current generation, from backing-off it skips the wait, from exhausted
-// it resets the budget and connects. Elsewhere it returns an error
+// it resets the budget and connects, from idle it connects. Elsewhere it returns an error
 // matching fsm.ErrNotDeclared and changes nothing.
 func (s *Supervisor) Reconnect() error {
 	s.mu.Lock()
