@@ -60,3 +60,35 @@ func TestCacheFlagsConflict(t *testing.T) {
 		t.Errorf("code %d, stderr %q", code, errOut)
 	}
 }
+
+// A lazy server (real processes): the first run starts it to learn its
+// catalog; the next run lists it from the cache without spawning it, and
+// the first call starts it (docs/design.md §20).
+func TestProxyLazyServerStartsOnDemand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lazy := fixtureServer(t, "normal")
+	lazy["start"] = "lazy"
+	cfg := map[string]any{"mcpServers": map[string]any{"lz": lazy}}
+
+	r := startProxy(t, cfg, "--cache-dir", dir)
+	if got := r.toolNames(); !slices.Equal(got, prefixed("lz", fixtureTools)) {
+		t.Fatalf("first run: tools %v", got)
+	}
+	r.stop()
+
+	r = startProxy(t, cfg, "--cache-dir", dir)
+	if got := r.toolNames(); !slices.Equal(got, prefixed("lz", fixtureTools)) {
+		t.Fatalf("second run, idle: tools %v", got)
+	}
+	if pids := r.pids(); len(pids) != 0 {
+		t.Fatalf("an idle lazy server was spawned: %v", pids)
+	}
+	res, err := r.call("lz__echo", map[string]any{"text": "woke"})
+	if err != nil || res.IsError || text(res) != "woke" {
+		t.Fatalf("first call to the idle server: %v %q", err, text(res))
+	}
+	if pids := r.pids(); len(pids) != 1 {
+		t.Fatalf("after the call: fixture processes %v, want one", pids)
+	}
+}
