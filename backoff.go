@@ -35,6 +35,7 @@ func (lc *lifecycle) onRetryDue(m message) {
 	}
 	lc.retryTimer = nil
 	g := lc.enterConnecting()
+	g.cause = StartRecovery
 	lc.emit(t, g, nil)
 }
 
@@ -54,10 +55,19 @@ func (lc *lifecycle) onReconnect(m message) error {
 		lc.checkBarrier(g)
 	case fsm.BackingOff:
 		stopTimer(&lc.retryTimer)
-		lc.emit(t, lc.enterConnecting(), nil)
+		g := lc.enterConnecting()
+		g.cause = StartRecovery
+		lc.emit(t, g, nil)
 	case fsm.Exhausted:
 		lc.budget.Reset()
-		lc.emit(t, lc.enterConnecting(), nil)
+		g := lc.enterConnecting()
+		g.cause = StartRecovery
+		lc.emit(t, g, nil)
+	case fsm.Idle:
+		g := lc.enterConnecting()
+		g.retry = false
+		g.cause = StartRecovery
+		lc.emit(t, g, nil)
 	}
 	return nil
 }

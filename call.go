@@ -52,6 +52,10 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 	if level == "" {
 		level = s.levelFast()
 	}
+	if s.opts.idleStop > 0 {
+		s.useBegin()
+		defer s.useEnd()
+	}
 	w := readyWait{hb: newHeartbeat(opts)}
 	defer w.stop()
 	var lost error // the loss of the call being replayed, once it is
@@ -141,6 +145,10 @@ func (s *Supervisor) Complete(ctx context.Context, params *mcp.CompleteParams, o
 // generation.begin) and, when opts ask for progress, a token.
 func request[R any](s *Supervisor, ctx context.Context, opts *CallOptions, fn func(context.Context, *generation, any) (R, error)) (R, error) {
 	var zero R
+	if s.opts.idleStop > 0 {
+		s.useBegin()
+		defer s.useEnd()
+	}
 	w := readyWait{hb: newHeartbeat(opts)}
 	defer w.stop()
 	for {
@@ -223,11 +231,29 @@ func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *ready
 	if !started && snap.State != fsm.Disposed {
 		return fmt.Errorf("mcpkeep: server %q: %w", s.opts.Name, ErrNotStarted)
 	}
-	if opts == nil || !opts.WaitForReady || snap.State == fsm.Exhausted || snap.State == fsm.Disposed || snap.State == fsm.Draining {
+	// An idle server (or one being stopped for idleness) is started for
+	// the request; a server still starting is waited for, bounded by its
+	// connect timeout (and an idle stop's barrier), whatever opts say
+	// (docs/design.md §20).
+	demand := snap.State == fsm.Idle || snap.IdleStopping
+	if demand {
+		s.send(message{kind: mDemand})
+	}
+	starting := snap.Starting || demand
+	if !starting && (opts == nil || !opts.WaitForReady || snap.State == fsm.Exhausted || snap.State == fsm.Disposed || snap.State == fsm.Draining) {
 		return nc
 	}
-	if w.t == nil && opts.ReadyTimeout > 0 {
-		w.t = s.opts.Clock.Timer(opts.ReadyTimeout)
+	if w.t == nil {
+		switch {
+		case opts != nil && opts.WaitForReady && opts.ReadyTimeout > 0:
+			w.t = s.opts.Clock.Timer(opts.ReadyTimeout)
+		case starting && (opts == nil || !opts.WaitForReady):
+			bound := s.opts.ConnectTimeout
+			if demand {
+				bound += s.opts.TerminationWindow
+			}
+			w.t = s.opts.Clock.Timer(bound)
+		}
 	}
 	var timeout <-chan time.Time
 	if w.t != nil {

@@ -57,12 +57,23 @@ type lists struct {
 	// unmatched are the allow patterns of the policy that matched nothing
 	// the server listed, for apply to log.
 	unmatched []unmatched
+	// raw is what the server listed, as it listed it: what the catalog
+	// cache keeps (docs/design.md §20).
+	raw rawLists
 }
 
 // unmatched is one kind's allow patterns that matched nothing.
 type unmatched struct {
 	kind     tools.ListKind
 	patterns []string
+}
+
+// rawLists are a server's lists as it sent them.
+type rawLists struct {
+	tools     []*mcp.Tool
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
 }
 
 // list fetches every page of each kind in kinds and builds the server's
@@ -85,13 +96,7 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		// The policy applies before names are made public (docs/design.md §21).
-		sel := s.opts.Expose.SelectTools(ts, s.opts.Namer)
-		if l.tools, l.refused, err = tools.BuildTools(name, sel.Tools, sel.Namer, s.opts.Limits); err != nil {
-			return nil, err
-		}
-		l.refused = append(l.refused, sel.Refused...)
-		l.unmatched = append(l.unmatched, unmatched{tools.KindTools, sel.Unmatched})
+		l.raw.tools = ts
 	}
 	if kinds&kindPrompts != 0 {
 		ps, err := pages(ctx, name, "prompts/list", lim.MaxPrompts, tools.LimitMaxPrompts, true,
@@ -105,11 +110,7 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		ps, um := s.opts.Expose.SelectPrompts(ps)
-		if l.prompts, err = tools.BuildPrompts(name, ps, s.opts.Namer, s.opts.Limits); err != nil {
-			return nil, err
-		}
-		l.unmatched = append(l.unmatched, unmatched{tools.KindPrompts, um})
+		l.raw.prompts = ps
 	}
 	if kinds&kindResources != 0 {
 		rs, err := pages(ctx, name, "resources/list", lim.MaxResources, tools.LimitMaxResources, true,
@@ -123,11 +124,7 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		var refused []tools.Refusal
-		if l.resources, refused, err = tools.BuildResources(name, rs, s.opts.Limits); err != nil {
-			return nil, err
-		}
-		l.refused = append(l.refused, refused...)
+		l.raw.resources = rs
 		ts, err := pages(ctx, name, "resources/templates/list", lim.MaxTemplates, tools.LimitMaxTemplates, true,
 			func(ctx context.Context, c string) ([]*mcp.ResourceTemplate, string, error) {
 				r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
@@ -139,12 +136,44 @@ func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds list
 		if err != nil {
 			return nil, err
 		}
-		if l.templates, refused, err = tools.BuildTemplates(name, ts, s.opts.Limits); err != nil {
-			return nil, err
+		l.raw.templates = ts
+	}
+	return l, s.build(l)
+}
+
+// build makes the registrations of l's raw lists, kind by kind: from a
+// live listing or from the catalog cache, through the same policy, which
+// applies before names are made public (docs/design.md §21).
+func (s *Supervisor) build(l *lists) error {
+	name := s.opts.Name
+	var err error
+	if l.kinds&kindTools != 0 {
+		sel := s.opts.Expose.SelectTools(l.raw.tools, s.opts.Namer)
+		if l.tools, l.refused, err = tools.BuildTools(name, sel.Tools, sel.Namer, s.opts.Limits); err != nil {
+			return err
+		}
+		l.refused = append(l.refused, sel.Refused...)
+		l.unmatched = append(l.unmatched, unmatched{tools.KindTools, sel.Unmatched})
+	}
+	if l.kinds&kindPrompts != 0 {
+		ps, um := s.opts.Expose.SelectPrompts(l.raw.prompts)
+		if l.prompts, err = tools.BuildPrompts(name, ps, s.opts.Namer, s.opts.Limits); err != nil {
+			return err
+		}
+		l.unmatched = append(l.unmatched, unmatched{tools.KindPrompts, um})
+	}
+	if l.kinds&kindResources != 0 {
+		var refused []tools.Refusal
+		if l.resources, refused, err = tools.BuildResources(name, l.raw.resources, s.opts.Limits); err != nil {
+			return err
+		}
+		l.refused = append(l.refused, refused...)
+		if l.templates, refused, err = tools.BuildTemplates(name, l.raw.templates, s.opts.Limits); err != nil {
+			return err
 		}
 		l.refused = append(l.refused, refused...)
 	}
-	return l, nil
+	return nil
 }
 
 // pages fetches every page of one list, bounded whatever the server
@@ -202,6 +231,7 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 		} else {
 			lc.tools = len(l.tools)
 			lc.listed.safe = replaySafe(l.tools)
+			lc.raw.tools = l.raw.tools
 		}
 	}
 	if l.kinds&kindPrompts != 0 {
@@ -209,6 +239,7 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 			errs = append(errs, err)
 		} else {
 			lc.listed.prompts = l.prompts
+			lc.raw.prompts = l.raw.prompts
 		}
 	}
 	if l.kinds&kindResources != 0 {
@@ -216,15 +247,22 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 			errs = append(errs, err)
 		} else {
 			lc.listed.resources = l.resources
+			lc.raw.resources = l.raw.resources
 		}
 		if err := cat.ReplaceTemplates(name, g.n, l.templates); err != nil {
 			errs = append(errs, err)
 		} else {
 			lc.listed.templates = l.templates
+			lc.raw.templates = l.raw.templates
 		}
 	}
 	g.view.Store(newCatalogView(&lc.listed))
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	lc.hinted = false // what is listed now is the live server's
+	lc.saveCatalog(g)
+	return nil
 }
 
 // logRefused logs each item a sync left out (docs/design.md §19), once per

@@ -133,6 +133,9 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 		return
 	}
 	g.established = true
+	lc.everEstablished = true
+	lc.demanded = false
+	lc.armIdle(g, lc.opts.idleStop)
 	stopTimer(&g.connectTimer)
 	lc.s.live.Store(g)
 	lc.s.served.Store(g.cs.InitializeResult())
@@ -169,6 +172,9 @@ func (lc *lifecycle) onFailed(g *generation, m message, err error) {
 		return
 	}
 	g.failed = true
+	if g.activation {
+		lc.rememberNotComing()
+	}
 	lc.enterLost(t, g, err)
 	lc.activationDone(err)
 	if g.activation && lc.opts.FailOnStartupError {

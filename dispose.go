@@ -64,7 +64,9 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 		stopTimer(&g.stableTimer)
 		stopTimer(&g.connectTimer)
 		stopTimer(&g.deferTimer)
+		stopTimer(&g.idleTimer)
 	}
+	lc.rememberNotComing()
 	lc.opts.Catalog.RemoveCatalog(lc.opts.Name)
 	lc.tools, lc.listed = 0, listedCatalog{}
 	if err == nil {

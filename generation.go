@@ -45,6 +45,7 @@ type generation struct {
 
 	// Owned by the loop goroutine.
 	retry       bool // not the first generation of this Start: success logs "recovered"
+	cause       StartCause
 	activation  bool // the Start's first attempt: owns strict startup registration
 	deferred    bool // waiting for an older generation's barrier before opening
 	started     bool // the attempt goroutine was started
@@ -64,6 +65,7 @@ type generation struct {
 	deferTimer   *clock.Timer
 	stableTimer  *clock.Timer
 	termTimer    *clock.Timer
+	idleTimer    *clock.Timer
 
 	// ctxReuse caches whether this generation's requests get reused
 	// contexts (see callsKeepNoContext): 0 not known yet, 1 yes, 2 no.

@@ -228,7 +228,8 @@ func (h *harness) checkInvariants() {
 			}
 			seen[d.PublicName] = true
 		}
-		if gen == 0 || gen > snap.Gen {
+		// Generation 0 is the catalog cache's hint (docs/design.md §20).
+		if (gen == 0 && !snap.Cached) || gen > snap.Gen {
 			h.t.Fatalf("I2: registration gen %d, supervisor gen %d", gen, snap.Gen)
 		}
 	}
@@ -238,6 +239,12 @@ func (h *harness) checkInvariants() {
 	if snap.State == fsm.Disposed || (snap.State == fsm.Exhausted && byBudget) {
 		if r := h.registered(); len(r) > 0 {
 			h.t.Fatalf("I3: %s with tools registered: %v", snap.State, r)
+		}
+	}
+	// I1 for idle: no process at all (docs/design.md §20).
+	if snap.State == fsm.Idle {
+		if n := h.mem.Live(); n != 0 {
+			h.t.Fatalf("I1: idle with %d live transports", n)
 		}
 	}
 	// I4: 0 ≤ attempt ≤ maxAttempts.

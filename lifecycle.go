@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // lifecycle is the part of a Supervisor that the loop goroutine owns: the
@@ -46,6 +47,20 @@ type lifecycle struct {
 	finished  bool          // the loop returns after this message
 	activated bool          // the activation outcome was reported to Start
 
+	// The catalog cache (docs/design.md §20): raw is the last listing as
+	// the server sent it, init its initialize result; hinted while what is
+	// registered came from the cache, not from a live generation.
+	raw             rawLists
+	init            *mcp.InitializeResult
+	hinted          bool
+	notComing       bool // the cache says (or was told) the server did not come
+	everEstablished bool // a generation of this Start was established
+	demanded        bool // connecting because a request needed the idle server
+	idleStopping    bool // lost for an idle stop: released leads to idle
+	demandPending   bool // a demand came during the idle stop's barrier
+	saveWarned      bool
+	settled         bool // loadHint's answer: Start need not wait (set before the loop runs)
+
 	// rejected counts, per guard key, the events that guard refused.
 	rejected map[string]*atomic.Uint64
 	// refusedItems counts the listed items left out (logRefused); read
@@ -77,6 +92,7 @@ func (lc *lifecycle) facts(m message) fsm.Facts {
 		ReconnectDisabled: !lc.opts.policy.Enabled,
 		BudgetSpent:       !lc.budget.Left(),
 		SignInRequired:    errors.Is(lc.lastErr, ErrSignInRequired),
+		IdleStop:          lc.idleStopping,
 	}
 	switch m.kind {
 	case mRetryDue:
@@ -85,13 +101,16 @@ func (lc *lifecycle) facts(m message) fsm.Facts {
 		// The timer of a deferral that ended (the attempt started) is stale.
 		g := lc.gens[m.gen]
 		f.Stale = g == nil || g != lc.cur || !g.deferred
-	case mReconnect, mDispose, mDrainTimeout:
+	case mReconnect, mDispose, mDrainTimeout, mDemand:
 		// The host's requests and the drain deadline speak for the
 		// supervisor, not for a generation.
 	default:
 		g := lc.gens[m.gen]
 		f.Stale = g == nil || g != lc.cur
 		f.Repeated = g != nil && g.failed
+		if m.kind == mIdleTimeout {
+			f.Busy = lc.s.busy()
+		}
 	}
 	return f
 }

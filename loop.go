@@ -1,5 +1,7 @@
 package mcpkeep
 
+import "github.com/mcpkeep/mcpkeep/fsm"
+
 // loop is the single owner of the lifecycle. It starts the activation
 // attempt and then handles one message at a time until disposed.
 //
@@ -22,11 +24,25 @@ package mcpkeep
 //	mReconnect       backoff.go     onReconnect     reconnect
 //	mDispose         dispose.go     onDispose       dispose
 //	mDrainTimeout    dispose.go     onDrainTimeout  drain_timeout
+//	mDemand          idle.go        onDemand        demand
+//	mIdleTimeout     idle.go        onIdleTimeout   idle_timeout
 func (s *Supervisor) loop() {
 	defer close(s.done)
 	defer close(s.stop)
 	lc := s.lc
-	lc.enterConnecting().activation = true
+	settled := lc.settled
+	if lc.opts.Lazy && lc.hinted {
+		// A lazy server listed from its cache waits for a request.
+		lc.m = fsm.NewAt(fsm.Idle)
+		lc.activationDone(nil)
+	} else {
+		g := lc.enterConnecting()
+		g.activation, g.cause = true, StartStartup
+		if settled && !lc.opts.FailOnStartupError {
+			// Listed from the cache, or not expected: Start need not wait.
+			lc.activationDone(nil)
+		}
+	}
 	lc.publish()
 	for !lc.finished {
 		lc.handle(<-s.inbox)
@@ -73,5 +89,9 @@ func (lc *lifecycle) handle(m message) {
 		lc.onDrainTimeout(m)
 	case mInspect:
 		m.probe()
+	case mDemand:
+		lc.onDemand(m)
+	case mIdleTimeout:
+		lc.onIdleTimeout(m)
 	}
 }

@@ -57,6 +57,7 @@ func (lc *lifecycle) endGen(g *generation) {
 	stopTimer(&g.connectTimer)
 	stopTimer(&g.deferTimer)
 	stopTimer(&g.stableTimer)
+	stopTimer(&g.idleTimer)
 	g.cancel()
 	g.endCalls()
 	if !g.started {
@@ -153,6 +154,9 @@ func (lc *lifecycle) onReleased(g *generation) {
 		return
 	}
 	switch t.Guard.Key {
+	case fsm.StoppingForIdle.Key:
+		lc.onIdle(t, g)
+		return
 	case fsm.BudgetLeft.Key:
 		lc.armRetry(g)
 	case fsm.BudgetSpent.Key:

@@ -26,6 +26,8 @@ const (
 	mDispose                        // host: shut down
 	mDrainTimeout                   // timer: drain exceeded the termination window
 	mInspect                        // tests: read loop-owned state
+	mDemand                         // host: a request needs the (idle) server
+	mIdleTimeout                    // timer: gen's idle window elapsed
 )
 
 // message is the only way into the loop. gen names the generation the

@@ -26,6 +26,10 @@ type Transition struct {
 	// TraceObserver does) writes at most one line per sync, however many
 	// notifications a server sends (docs/design.md §19).
 	Coalesced bool
+	// Cause, on the transition that ends a generation's connecting
+	// (connected, failed, dispose), says why that generation was started:
+	// each start is counted once, when its attempt settles.
+	Cause StartCause
 }
 
 // Observer receives transitions in order, on the supervisor's own

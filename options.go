@@ -80,6 +80,20 @@ type Options struct {
 	// ReplayWait bounds the wait for the next generation before a replay;
 	// it is at least ConnectTimeout.
 	ReplayWait time.Duration
+	// Cache keeps the server's catalog between runs (docs/design.md §20):
+	// a cached catalog is registered before the first connect, and Start
+	// does not wait for a server that has one or that the cache remembers
+	// as not coming (unless FailOnStartupError). nil keeps nothing.
+	Cache CatalogStore
+	// Lazy: with a cached catalog the server is not started until a
+	// request needs it (it starts idle); without one it is started once
+	// to learn its catalog and stopped when idle (docs/design.md §20).
+	Lazy bool
+	// IdleStop stops an established server that had no request in
+	// flight, no resource subscription and no request for this long,
+	// through its close barrier, until the next request. Zero is off for
+	// an eager server and DefaultIdleStop for a lazy one; negative is off.
+	IdleStop time.Duration
 }
 
 // Version is mcpkeep's version as reported to servers.
@@ -91,6 +105,8 @@ type resolved struct {
 	Options
 	policy backoff.Policy
 	limits tools.Limits // Limits with every zero field at its default
+	// idleStop is IdleStop with its default; ≤ 0 is off.
+	idleStop time.Duration
 }
 
 func (o Options) resolve() (resolved, error) {
@@ -127,6 +143,10 @@ func (o Options) resolve() (resolved, error) {
 		if w, ok := o.Opener.(transport.TerminationWindower); ok && w.TerminationWindow() > 0 {
 			r.TerminationWindow = w.TerminationWindow()
 		}
+	}
+	r.idleStop = o.IdleStop
+	if o.IdleStop == 0 && o.Lazy {
+		r.idleStop = DefaultIdleStop
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -171,6 +191,8 @@ func ServerOptions(s config.Server, logger *slog.Logger) (Options, error) {
 		Expose:             s.Policy(),
 		NoReplay:           !s.ReplaySafeCalls,
 		ReplayWait:         s.WaitForReady,
+		Lazy:               s.Lazy,
+		IdleStop:           s.IdleStop,
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
+	"github.com/mcpkeep/mcpkeep/catalogcache"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -59,6 +60,9 @@ type PoolOptions struct {
 	// Opener, when set, makes the transport of a server instead of
 	// config.Server.Opener: tests and embedders script servers with it.
 	Opener func(config.Server) (transport.Opener, error)
+	// Cache, when set, keeps every server's catalog between runs, each
+	// under its name and identity (docs/design.md §20; Options.Cache).
+	Cache *catalogcache.Cache
 }
 
 // Pool supervises the servers of a config.Config: one Supervisor per

@@ -120,6 +120,16 @@ func (p *Pool) Apply(ctx context.Context, cfg *config.Config) error {
 		p.watchRelease(ps.cfg.Name, ps.sup)
 		return err
 	}))
+	// Every cached catalog is registered before any server spawns: the
+	// host's first answers must not wait behind their start-up.
+	for _, ps := range fresh {
+		p.mu.Lock()
+		free := len(p.mu.retired[ps.cfg.Name]) == 0
+		p.mu.Unlock()
+		if free {
+			_ = ps.sup.prepare() // a failure is Start's to report
+		}
+	}
 	errs = append(errs, parallel(fresh, func(ps *poolServer) error { return p.start(ctx, ps) }))
 	sortAll(kept, removed, changed, added)
 	p.log.Info("config applied", slog.Any("added", added), slog.Any("changed", changed),
@@ -153,6 +163,10 @@ func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
 		Logger: p.opts.Logger, Clock: p.opts.Clock, Rand: p.opts.Rand, Sink: p.sink,
 		Catalog: p.catalog, Host: p.opts.Host, Namer: p.opts.Namer,
 		Expose: sc.Policy(), NoReplay: !sc.ReplaySafeCalls, ReplayWait: sc.WaitForReady,
+		Lazy: sc.Lazy, IdleStop: sc.IdleStop,
+	}
+	if p.opts.Cache != nil {
+		o.Cache = p.opts.Cache.For(sc)
 	}
 	if haveRoots {
 		o.Roots = roots

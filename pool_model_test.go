@@ -11,9 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/catalogcache"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"pgregory.net/rapid"
 )
 
@@ -154,11 +156,17 @@ var pmActionGen = rapid.Custom(func(t *rapid.T) pmAction {
 	return a
 })
 
-func pmServers(cfg [3]int) []config.Server {
+// pmServers is cfg's servers; on a lazy rig variant 1 of each name is a
+// lazy server with an idle stop (docs/design.md §20).
+func (r *poolRig) pmServers(cfg [3]int) []config.Server {
 	var out []config.Server
 	for i, v := range cfg {
 		if v >= 0 {
-			out = append(out, rigServer(pmNames[i], v))
+			sc := rigServer(pmNames[i], v)
+			if r.lazy && v == 1 {
+				sc.Lazy, sc.IdleStop = true, 2*time.Second
+			}
+			out = append(out, sc)
 		}
 	}
 	return out
@@ -187,7 +195,15 @@ func withRapidChecks(t *testing.T, n int) {
 	t.Cleanup(func() { _ = f.Value.Set(old) })
 }
 
-func TestPoolModel(t *testing.T) {
+func TestPoolModel(t *testing.T) { poolModel(t, "") }
+
+// TestPoolModelLazy is the same model over a pool with a catalog cache
+// whose variant-1 servers are lazy with an idle stop: they start idle
+// once cached, are started by calls, stop when idle, and are changed and
+// removed while idle (docs/design.md §20).
+func TestPoolModelLazy(t *testing.T) { poolModel(t, t.TempDir()) }
+
+func poolModel(t *testing.T, cacheDir string) {
 	withRapidChecks(t, pmChecks)
 	rapid.Check(t, func(rt *rapid.T) {
 		faults := map[string][]pmFault{}
@@ -212,7 +228,16 @@ func TestPoolModel(t *testing.T) {
 					r.forceDispose()
 				}
 			}()
-			r = newPoolRig(st, nil)
+			if cacheDir == "" {
+				r = newPoolRig(st, nil)
+			} else {
+				dir, err := os.MkdirTemp(cacheDir, "check")
+				if err != nil {
+					st.Fatalf("%v", err)
+				}
+				r = newPoolRigWith(st, nil, func(o *PoolOptions) { o.Cache = catalogcache.New(dir) })
+				r.lazy = true
+			}
 			runPoolModel(st, r, faults, actions, final, finalCfg, &log)
 		})
 		if st.Failed() {
@@ -301,9 +326,46 @@ func runPoolModel(st *softT, r *poolRig, faults map[string][]pmFault, actions []
 		return false
 	}
 	callListed := func(step string) {
-		for _, tl := range r.set.List() {
+		type called struct {
+			res *mcp.CallToolResult
+			err error
+		}
+		listed := r.set.List()
+		results := make([]called, len(listed))
+		if r.lazy {
+			// A call to an idle or starting server waits for it (bounded
+			// by its connect timeout and an idle stop's barrier), so the
+			// calls run at once while mock time passes.
+			done := make(chan int, len(listed))
+			for i, tl := range listed {
+				go func() {
+					res, err := r.p.Call(ctx, tl.PublicName, map[string]any{"text": "m"}, nil)
+					results[i] = called{res, err}
+					done <- i
+				}()
+			}
+			r.settle()
+			for n, waited := 0, 0; n < len(listed); {
+				select {
+				case <-done:
+					n++
+					continue
+				default:
+				}
+				if waited++; waited > 60 {
+					st.Fatalf("after %s: calls of listed tools did not return within 60 s", step)
+				}
+				r.advance(time.Second)
+			}
+		} else {
+			for i, tl := range listed {
+				res, err := r.p.Call(ctx, tl.PublicName, map[string]any{"text": "m"}, nil)
+				results[i] = called{res, err}
+			}
+		}
+		for i, tl := range listed {
 			server, _, _ := strings.Cut(tl.PublicName, "__")
-			res, err := r.p.Call(ctx, tl.PublicName, map[string]any{"text": "m"}, nil)
+			res, err := results[i].res, results[i].err
 			if drainWindow(server, err) {
 				continue
 			}
@@ -375,7 +437,7 @@ func runPoolModel(st *softT, r *poolRig, faults map[string][]pmFault, actions []
 	// time (drains, bounded waits, connect timeouts).
 	drive := func(a pmAction) {
 		step := a.String()
-		errc := r.applyAsync(pmServers(a.cfg)...)
+		errc := r.applyAsync(r.pmServers(a.cfg)...)
 		for i := 0; ; i++ {
 			r.settle()
 			check(step, true)
@@ -386,7 +448,7 @@ func runPoolModel(st *softT, r *poolRig, faults map[string][]pmFault, actions []
 			case err := <-errc:
 				wantApplyErr(step, err)
 				want = map[string]config.Server{}
-				for _, sc := range pmServers(a.cfg) {
+				for _, sc := range r.pmServers(a.cfg) {
 					want[sc.Name] = sc
 				}
 				settle(step)
@@ -467,7 +529,7 @@ func runPoolModel(st *softT, r *poolRig, faults map[string][]pmFault, actions []
 	var applyc <-chan error
 	if final == "dispose during apply" {
 		*log = append(*log, pmAction{kind: "apply", cfg: finalCfg}.String())
-		applyc = r.applyAsync(pmServers(finalCfg)...)
+		applyc = r.applyAsync(r.pmServers(finalCfg)...)
 		r.settle()
 	}
 	const deadline = 10 * time.Second

@@ -65,6 +65,8 @@ type poolRig struct {
 	maxLive    map[string]int
 	violations []string
 	gates      []*rigGate
+	// lazy: pmServers makes variant 1 lazy with an idle stop.
+	lazy bool
 }
 
 // rigGate holds connects (transport.Fault.Gate) until opened; a failed
@@ -99,13 +101,20 @@ func (r *poolRig) openGates() {
 	}
 }
 
-func newPoolRig(t testingT, fault rigFault) *poolRig {
+func newPoolRig(t testingT, fault rigFault) *poolRig { return newPoolRigWith(t, fault, nil) }
+
+// newPoolRigWith is newPoolRig with the pool's options tweaked.
+func newPoolRigWith(t testingT, fault rigFault, tweak func(*PoolOptions)) *poolRig {
 	t.Helper()
 	r := &poolRig{t: t, clk: clock.NewMock(), set: tools.NewSet(tools.Limits{}), fault: fault,
 		mems: map[string][]*transport.Memory{}, gens: map[string][]*transport.MemGen{},
 		incOf: map[*transport.MemGen]int{}, maxLive: map[string]int{}}
-	r.p = NewPool(PoolOptions{Sink: r.set, Clock: r.clk, Opener: r.open,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := PoolOptions{Sink: r.set, Clock: r.clk, Opener: r.open,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	r.p = NewPool(opts)
 	// A failed row must still quiesce, or synctest reports a deadlock
 	// instead of the failure.
 	t.Cleanup(func() {

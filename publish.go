@@ -33,10 +33,14 @@ func (lc *lifecycle) emit(t fsm.Transition, g *generation, err error) {
 func (lc *lifecycle) notify(t fsm.Transition, g *generation, err error, coalesced bool) {
 	lc.publish()
 	var n uint64
+	var cause StartCause
 	if g != nil {
 		n = g.n
+		if t.From == fsm.Connecting && t.To != fsm.Connecting {
+			cause = g.cause
+		}
 	}
-	lc.s.obs.notify(Transition{
+	lc.s.obs.notify(Transition{Cause: cause,
 		Server: lc.opts.Name, Gen: n, From: t.From, To: t.To, Event: t.Event, Guard: t.Guard.Name,
 		Attempt: lc.budget.Attempt(), NextRetry: lc.nextRetry, Err: err, At: lc.opts.Clock.Now(),
 		Coalesced: coalesced,
@@ -54,6 +58,8 @@ func (lc *lifecycle) publish() {
 		Attempt: lc.budget.Attempt(), MaxAttempts: lc.opts.policy.MaxAttempts,
 		NextRetry: lc.nextRetry, LastErr: lc.lastErr, Started: true,
 		Tools: lc.tools, Prompts: len(lc.listed.prompts), Resources: len(lc.listed.resources), Templates: len(lc.listed.templates),
+		Cached: lc.hinted, Starting: lc.starting(), IdleStopping: lc.idleStopping,
+		Lazy: lc.opts.Lazy,
 	}
 	s := lc.s
 	s.mu.Lock()

@@ -20,6 +20,18 @@ type Snapshot struct {
 	Resources   int       // resources listed by the last good generation
 	Templates   int       // resource templates of the last good generation
 	Started     bool
+	// Cached: the lists registered come from the catalog cache; no live
+	// generation confirmed them yet (docs/design.md §20).
+	Cached bool
+	// Starting: no generation of this Start was established yet and one
+	// is connecting; a request waits for it (bounded by the connect
+	// timeout) instead of failing.
+	Starting bool
+	// IdleStopping: the server is being stopped for idleness (lost, its
+	// barrier pending); a request waits and starts the next generation.
+	IdleStopping bool
+	// Lazy: the server starts on demand (Options.Lazy).
+	Lazy bool
 }
 
 // Stats counts what the loop dropped: events of stale generations, second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpkeep/mcpkeep/fsm"
 	"log/slog"
 	"maps"
 	"slices"
@@ -91,6 +92,10 @@ func (s *Supervisor) SubscribeResource(ctx context.Context, uri string) error {
 		if err := s.reconcile(ctx, g, g.cs, uri)[uri]; err != nil {
 			return fmt.Errorf("mcpkeep: server %q: subscribe %q: %w", s.opts.Name, uri, err)
 		}
+	} else if st := s.State(); st.State == fsm.Idle || st.IdleStopping {
+		// A subscription needs a running server (docs/design.md §20): it
+		// starts, and the subscription is applied once it is established.
+		s.send(message{kind: mDemand})
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ type Supervisor struct {
 	dropped atomic.Uint64
 	// replays counts the lost calls sent once more (CallsReplayed).
 	replays atomic.Uint64
+	// active counts the requests in flight and lastUse is when the last
+	// one began or ended (clock UnixNano), when an idle stop is set.
+	active  atomic.Int64
+	lastUse atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -51,6 +55,7 @@ type Supervisor struct {
 		snap       Snapshot
 		changed    chan struct{}
 		started    bool
+		prepared   bool // the name is reserved and the cache's hint registered (prepare)
 		disposed   bool // Dispose called before Start: nothing ever ran
 		disposeErr error
 		activation chan error // the Start's first attempt outcome, once
@@ -118,15 +123,21 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		s.mu.Unlock()
 		return fmt.Errorf("mcpkeep: server %q: start: %w", s.opts.Name, ErrAlreadyStarted)
 	}
-	if err := s.opts.Sink.Reserve(s.opts.Name); err != nil {
-		s.mu.Unlock()
-		return fmt.Errorf("mcpkeep: server %q: start: %w", s.opts.Name, err)
+	prepared := s.mu.prepared
+	if !prepared {
+		if err := s.opts.Sink.Reserve(s.opts.Name); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("mcpkeep: server %q: start: %w", s.opts.Name, err)
+		}
 	}
 	s.mu.started = true
 	s.mu.snap.Started = true
 	s.mu.activation = make(chan error, 1)
 	act := s.mu.activation
 	s.mu.Unlock()
+	if !prepared {
+		s.lc.settled = s.lc.loadHint() // the loop is not running yet: lc is ours
+	}
 
 	go s.loop()
 	if h := s.testHooks; h != nil && h.startWait != nil {
@@ -148,6 +159,32 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	}
 }
 
+// prepare reserves the name and registers the cached catalog (the hint)
+// without spawning anything, so a pool registers every server's hint
+// before any of them starts a process (whose start-up would compete for
+// the CPU the host's first answers need; docs/design.md §20). Start then
+// skips both. It must not run concurrently with Start.
+func (s *Supervisor) prepare() error {
+	s.mu.Lock()
+	switch {
+	case s.mu.disposed:
+		s.mu.Unlock()
+		return fmt.Errorf("mcpkeep: server %q: start: %w", s.opts.Name, ErrDisposed)
+	case s.mu.started || s.mu.prepared:
+		s.mu.Unlock()
+		return nil
+	}
+	if err := s.opts.Sink.Reserve(s.opts.Name); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("mcpkeep: server %q: start: %w", s.opts.Name, err)
+	}
+	s.mu.prepared = true
+	s.mu.Unlock()
+	// Outside the lock: the sinks' subscribers may read the supervisor.
+	s.lc.settled = s.lc.loadHint()
+	return nil
+}
+
 // Dispose shuts the supervisor down to quiescence: the current generation
 // is closed through its barrier, timers are stopped, tools unregistered and
 // every goroutine joined. It returns ErrIncompleteShutdown when the barrier
@@ -158,8 +195,12 @@ func (s *Supervisor) Dispose(ctx context.Context) error {
 	if !s.mu.started {
 		s.mu.disposed = true
 		s.mu.snap.State = fsm.Disposed
+		prepared := s.mu.prepared
 		s.mu.Unlock()
-		s.releaseName(false) // never reserved
+		if prepared { // the hint was registered: remove it with the name
+			s.opts.Catalog.RemoveCatalog(s.opts.Name)
+		}
+		s.releaseName(prepared)
 		return nil
 	}
 	s.mu.Unlock()
@@ -219,7 +260,7 @@ func (s *Supervisor) awaitRelease(gone []<-chan struct{}) {
 
 // Reconnect restarts the server by hand: from established it closes the
 // current generation, from backing-off it skips the wait, from exhausted
-// it resets the budget and connects. Elsewhere it returns an error
+// it resets the budget and connects, from idle it connects. Elsewhere it returns an error
 // matching fsm.ErrNotDeclared and changes nothing.
 func (s *Supervisor) Reconnect() error {
 	s.mu.Lock()

@@ -101,6 +101,12 @@ type Server struct {
 	// more on the next generation when the tool declares readOnlyHint or
 	// idempotentHint ("replaySafeCalls", default true).
 	ReplaySafeCalls bool
+	// Lazy ("start": "lazy"): with a cached catalog the server is
+	// started by the first request that needs it (docs/design.md §20).
+	Lazy bool
+	// IdleStop ("idleStopMs") stops the server after this long without
+	// requests; 0 is the default (off, or 10 min for a lazy server).
+	IdleStop time.Duration
 }
 
 // Policy returns what the host may see of s, or nil when it sees
@@ -120,7 +126,8 @@ func (a Server) Equal(b Server) bool {
 		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.OAuth.equal(b.OAuth) && a.Reconnect == b.Reconnect &&
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&
-		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls
+		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls &&
+		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop
 }
 
 func equalStrings(a, b []string) bool {
@@ -288,6 +295,8 @@ type defaults struct {
 	waitForReady       setting[time.Duration]
 	tools, prompts     filterFields
 	replaySafeCalls    setting[bool]
+	lazy               setting[bool]
+	idleStop           setting[time.Duration]
 }
 
 // setting is a value and where it was set (empty path: not set).
@@ -348,11 +357,17 @@ func (p *parser) file(data []byte) *Config {
 		case "replaySafeCalls":
 			d.replaySafeCalls.v, err = decodeBool(m)
 			d.replaySafeCalls.path = m.path
+		case "start":
+			d.lazy.v, err = decodeStart(m)
+			d.lazy.path = m.path
+		case "idleStopMs":
+			d.idleStop.v, err = decodeMs(m, false)
+			d.idleStop.path = m.path
 		case "inputs":
 			p.warn(m.path, "ignored: mcpkeep does not prompt for VS Code inputs, so ${input:...} stays unexpanded")
 		case "$schema":
 		default:
-			err = ruleError(m.path, "unknown key (top-level keys: mcpServers, servers, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, tools, prompts, replaySafeCalls)")
+			err = ruleError(m.path, "unknown key (top-level keys: mcpServers, servers, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, tools, prompts, replaySafeCalls, start, idleStopMs)")
 		}
 		if err != nil {
 			p.fail(err)

@@ -35,7 +35,7 @@ var hostKeys = map[string]string{
 
 // serverKeys are the keys mcpkeep reads in a server block.
 const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
-	"tools, prompts, toolOverrides, replaySafeCalls, disabledTools, includeTools, excludeTools, disabled"
+	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, disabledTools, includeTools, excludeTools, disabled"
 
 // server parses one server block; ok is false when it had errors.
 func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
@@ -63,6 +63,8 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		hostTools                hostFilter
 		overrides                []overrideField
 		replaySafe               setting[bool]
+		lazy                     setting[bool]
+		idleStop                 setting[time.Duration]
 	)
 	for _, f := range members {
 		if f.null() {
@@ -116,6 +118,12 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "waitForReadyMs":
 			waitForReady.v, err = decodeMs(f, true)
 			waitForReady.path = f.path
+		case "start":
+			lazy.v, err = decodeStart(f)
+			lazy.path = f.path
+		case "idleStopMs":
+			idleStop.v, err = decodeMs(f, false)
+			idleStop.path = f.path
 		case "disabled":
 			disabled, err = decodeBool(f)
 		case "tools":
@@ -213,6 +221,8 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	if s := replaySafe.or(d.replaySafeCalls); s.set() {
 		sc.ReplaySafeCalls = s.v
 	}
+	sc.Lazy = lazy.or(d.lazy).v
+	sc.IdleStop = idleStop.or(d.idleStop).v
 	return sc, disabled, len(p.errs) == before
 }
 

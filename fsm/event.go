@@ -19,10 +19,14 @@ const (
 	Drained
 	DrainTimeout
 	CatalogChanged
+	// Demand: a request needs an idle server (docs/design.md §20).
+	Demand
+	// IdleTimeout: an established server's idle timer fired.
+	IdleTimeout
 )
 
 // Events lists every event in declaration order.
-var Events = []Event{Connected, Failed, ToolsChanged, Dispose, Closed, Stable, Reconnect, Released, Stuck, RetryDue, Drained, DrainTimeout, CatalogChanged}
+var Events = []Event{Connected, Failed, ToolsChanged, Dispose, Closed, Stable, Reconnect, Released, Stuck, RetryDue, Drained, DrainTimeout, CatalogChanged, Demand, IdleTimeout}
 
 var eventNames = [...]string{
 	Connected:      "connected",
@@ -38,6 +42,8 @@ var eventNames = [...]string{
 	Drained:        "drained",
 	DrainTimeout:   "drain_timeout",
 	CatalogChanged: "catalog_changed",
+	Demand:         "demand",
+	IdleTimeout:    "idle_timeout",
 }
 
 // String returns the event's name exactly as docs/design.md §3 writes it.

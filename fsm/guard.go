@@ -16,6 +16,11 @@ type Facts struct {
 	// SignInRequired: the generation ended because the server wants a
 	// sign-in that only a person can give (docs/design.md §22).
 	SignInRequired bool
+	// Busy: a request is in flight, a resource subscription is held, or a
+	// request came within the idle window (docs/design.md §20).
+	Busy bool
+	// IdleStop: the generation was ended by an idle stop, not lost.
+	IdleStop bool
 }
 
 // Guard is a named predicate declared with a transition. Key identifies
@@ -42,19 +47,27 @@ var (
 	TimerCurrent = Guard{Key: "timer_current", Name: "timer is current",
 		Holds: func(f Facts) bool { return !f.Stale }}
 	BudgetLeft = Guard{Key: "budget_left", Name: "reconnect enabled ∧ budget left",
-		Holds: func(f Facts) bool { return !f.ReconnectDisabled && !f.SignInRequired && !f.BudgetSpent }}
+		Holds: func(f Facts) bool { return !f.IdleStop && !f.ReconnectDisabled && !f.SignInRequired && !f.BudgetSpent }}
 	BudgetSpent = Guard{Key: "budget_spent", Name: "reconnect enabled ∧ budget spent",
-		Holds: func(f Facts) bool { return !f.ReconnectDisabled && !f.SignInRequired && f.BudgetSpent }}
+		Holds: func(f Facts) bool { return !f.IdleStop && !f.ReconnectDisabled && !f.SignInRequired && f.BudgetSpent }}
 	// SignIn: retrying cannot help until a person signs in, so no retry
 	// is spent on it.
 	SignIn = Guard{Key: "sign_in", Name: "reconnect enabled ∧ sign-in required",
-		Holds: func(f Facts) bool { return !f.ReconnectDisabled && f.SignInRequired }}
+		Holds: func(f Facts) bool { return !f.IdleStop && !f.ReconnectDisabled && f.SignInRequired }}
 	ReconnectOff = Guard{Key: "reconnect_off", Name: "reconnect disabled",
-		Holds: func(f Facts) bool { return f.ReconnectDisabled }}
+		Holds: func(f Facts) bool { return !f.IdleStop && f.ReconnectDisabled }}
+	// Quiet: the idle timer of the current generation fired with nothing
+	// in flight, no subscription and no recent request.
+	Quiet = Guard{Key: "quiet", Name: "gen is current ∧ nothing in flight ∧ no subscription",
+		Holds: func(f Facts) bool { return !f.Stale && !f.Busy }}
+	// StoppingForIdle: the released generation was ended by an idle
+	// stop: no outage, the budget untouched.
+	StoppingForIdle = Guard{Key: "idle_stop", Name: "stopping for idle",
+		Holds: func(f Facts) bool { return f.IdleStop }}
 )
 
 // Guards lists every named guard (Always excluded).
-var Guards = []Guard{GenCurrent, FirstFailure, TimerCurrent, BudgetLeft, BudgetSpent, SignIn, ReconnectOff}
+var Guards = []Guard{GenCurrent, FirstFailure, TimerCurrent, BudgetLeft, BudgetSpent, SignIn, ReconnectOff, Quiet, StoppingForIdle}
 
 // Rejecting calls visit with the guard of each row of (from, ev) that does
 // not hold for facts: the drivers count what each guard refused.

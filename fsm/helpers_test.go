@@ -6,16 +6,18 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-// allFacts is every combination of the five Facts booleans (32).
+// allFacts is every combination of the seven Facts booleans (128).
 func allFacts() []fsm.Facts {
 	var out []fsm.Facts
-	for i := range 32 {
+	for i := range 128 {
 		out = append(out, fsm.Facts{
 			Stale:             i&1 != 0,
 			Repeated:          i&2 != 0,
 			ReconnectDisabled: i&4 != 0,
 			BudgetSpent:       i&8 != 0,
 			SignInRequired:    i&16 != 0,
+			Busy:              i&32 != 0,
+			IdleStop:          i&64 != 0,
 		})
 	}
 	return out

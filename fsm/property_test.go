@@ -15,6 +15,8 @@ var factsGen = rapid.Custom(func(t *rapid.T) fsm.Facts {
 		ReconnectDisabled: rapid.Bool().Draw(t, "reconnectDisabled"),
 		BudgetSpent:       rapid.Bool().Draw(t, "budgetSpent"),
 		SignInRequired:    rapid.Bool().Draw(t, "signInRequired"),
+		Busy:              rapid.Bool().Draw(t, "busy"),
+		IdleStop:          rapid.Bool().Draw(t, "idleStop"),
 	}
 })
 

@@ -13,10 +13,13 @@ const (
 	Exhausted
 	Draining
 	Disposed
+	// Idle: no process, the catalog kept (docs/design.md §20). Appended
+	// last so the numbering of the others (traces, metrics) is unchanged.
+	Idle
 )
 
 // States lists every state in declaration order.
-var States = []State{Connecting, Established, Lost, BackingOff, Exhausted, Draining, Disposed}
+var States = []State{Connecting, Established, Lost, BackingOff, Exhausted, Draining, Disposed, Idle}
 
 var stateNames = [...]string{
 	Connecting:  "connecting",
@@ -26,6 +29,7 @@ var stateNames = [...]string{
 	Exhausted:   "exhausted",
 	Draining:    "draining",
 	Disposed:    "disposed",
+	Idle:        "idle",
 }
 
 // String returns the state's name exactly as docs/design.md §3 writes it.

@@ -54,6 +54,9 @@ var Table = []Transition{
 	{From: Established, Event: CatalogChanged, Guard: GenCurrent, To: Established, Internal: true,
 		Effects: "one sync of that kind enqueued (coalesced per kind)",
 		Carries: []Invariant{I7}},
+	{From: Established, Event: IdleTimeout, Guard: Quiet, To: Lost,
+		Effects: "idle stop: the generation is closed through its barrier; catalog kept, budget untouched, the host told nothing",
+		Carries: []Invariant{I1, I7}},
 	{From: Established, Event: Reconnect, Guard: Always, To: Lost,
 		Effects: "manual restart: close the current gen",
 		Carries: []Invariant{I1}},
@@ -77,6 +80,9 @@ var Table = []Transition{
 		Log:     "reconnect disabled",
 		Effects: "tools stay registered and fail (manual recovery)",
 		Carries: []Invariant{I4}},
+	{From: Lost, Event: Released, Guard: StoppingForIdle, To: Idle,
+		Effects: "no process, catalog kept, budget untouched; a demand that came during the barrier starts the next generation now",
+		Carries: []Invariant{I1, I4}},
 	{From: Lost, Event: Stuck, Guard: GenCurrent, To: Exhausted,
 		Effects: "no close signal within the termination window: fail closed, never start another process; tools unregistered",
 		Carries: []Invariant{I1, I3}},
@@ -100,6 +106,16 @@ var Table = []Transition{
 	{From: Exhausted, Event: Dispose, Guard: Always, To: Draining,
 		Carries: []Invariant{I6}},
 
+	{From: Idle, Event: Demand, Guard: Always, To: Connecting,
+		Effects: "gen n+1 for the request that needs the server; the request waits for it",
+		Carries: []Invariant{I1}},
+	{From: Idle, Event: Reconnect, Guard: Always, To: Connecting,
+		Effects: "gen n+1",
+		Carries: []Invariant{I1}},
+	{From: Idle, Event: Dispose, Guard: Always, To: Draining,
+		Effects: "nothing to wait for: no process",
+		Carries: []Invariant{I6}},
+
 	{From: Draining, Event: Drained, Guard: Always, To: Disposed,
 		Effects: "attempt, sync and barrier all settled; tools unregistered; every goroutine joined",
 		Carries: []Invariant{I3, I6}},
@@ -109,7 +125,9 @@ var Table = []Transition{
 		Carries: []Invariant{I3}},
 }
 
-// Initial is the state a supervisor enters when the host calls Start.
+// Initial is the state a supervisor enters when the host calls Start;
+// a lazy server with a cached catalog enters Idle instead
+// (docs/design.md §20).
 const Initial = Connecting
 
 // Rows returns the declared rows for (from, ev), in declaration order.

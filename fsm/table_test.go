@@ -12,9 +12,9 @@ import (
 // events plus catalog_changed, the prompts and resources list_changed) and
 // Parse inverts it.
 func TestNames(t *testing.T) {
-	states := []string{"connecting", "established", "lost", "backing-off", "exhausted", "draining", "disposed"}
+	states := []string{"connecting", "established", "lost", "backing-off", "exhausted", "draining", "disposed", "idle"}
 	events := []string{"connected", "failed", "tools_changed", "dispose", "closed", "stable", "reconnect",
-		"released", "stuck", "retry_due", "drained", "drain_timeout", "catalog_changed"}
+		"released", "stuck", "retry_due", "drained", "drain_timeout", "catalog_changed", "demand", "idle_timeout"}
 	if len(fsm.States) != len(states) {
 		t.Fatalf("%d states, docs/design.md §3 has %d", len(fsm.States), len(states))
 	}
@@ -74,12 +74,14 @@ func TestTableMatchesDesign(t *testing.T) {
 		{"established", "stable", "gen is current", "established", true, ""},
 		{"established", "tools_changed", "gen is current", "established", true, ""},
 		{"established", "catalog_changed", "gen is current", "established", true, ""},
+		{"established", "idle_timeout", "gen is current ∧ nothing in flight ∧ no subscription", "lost", false, ""},
 		{"established", "reconnect", "", "lost", false, ""},
 		{"established", "dispose", "", "draining", false, ""},
 		{"lost", "released", "reconnect enabled ∧ budget left", "backing-off", false, "reconnecting"},
 		{"lost", "released", "reconnect enabled ∧ budget spent", "exhausted", false, "gave up"},
 		{"lost", "released", "reconnect enabled ∧ sign-in required", "exhausted", false, "sign-in required"},
 		{"lost", "released", "reconnect disabled", "exhausted", false, "reconnect disabled"},
+		{"lost", "released", "stopping for idle", "idle", false, ""},
 		{"lost", "stuck", "gen is current", "exhausted", false, ""},
 		{"lost", "dispose", "", "draining", false, ""},
 		{"backing-off", "retry_due", "timer is current", "connecting", false, ""},
@@ -87,6 +89,9 @@ func TestTableMatchesDesign(t *testing.T) {
 		{"backing-off", "dispose", "", "draining", false, ""},
 		{"exhausted", "reconnect", "", "connecting", false, ""},
 		{"exhausted", "dispose", "", "draining", false, ""},
+		{"idle", "demand", "", "connecting", false, ""},
+		{"idle", "reconnect", "", "connecting", false, ""},
+		{"idle", "dispose", "", "draining", false, ""},
 		{"draining", "drained", "", "disposed", false, ""},
 		{"draining", "drain_timeout", "", "disposed", false, "incomplete shutdown"},
 	}
@@ -190,8 +195,8 @@ func TestUndeclaredRejected(t *testing.T) {
 			rejected++
 		}
 	}
-	// 7 states × 13 events = 91 pairs, 21 of them declared (23 rows).
-	if want := len(fsm.States)*len(fsm.Events) - 21; rejected != want {
+	// 8 states × 15 events = 120 pairs, 25 of them declared (29 rows).
+	if want := len(fsm.States)*len(fsm.Events) - 25; rejected != want {
 		t.Errorf("%d undeclared pairs checked, want %d", rejected, want)
 	}
 }
@@ -250,15 +255,15 @@ func TestDisposedAbsorbing(t *testing.T) {
 	if !fsm.Disposed.Terminal() {
 		t.Error("disposed is not Terminal")
 	}
-	for _, s := range fsm.States[:len(fsm.States)-1] {
-		if s.Terminal() {
+	for _, s := range fsm.States {
+		if s != fsm.Disposed && s.Terminal() {
 			t.Errorf("%s is Terminal", s)
 		}
 	}
 }
 
 // TestExactlyOneGuard: where rows share (from, event), exactly one guard
-// holds for each of the 32 Facts combinations; Resolve is never ambiguous.
+// holds for each of the 128 Facts combinations; Resolve is never ambiguous.
 func TestExactlyOneGuard(t *testing.T) {
 	shared := 0
 	for _, s := range fsm.States {

@@ -38,6 +38,8 @@ type Registry struct {
 
 	transitions *prometheus.CounterVec
 	reconnects  *prometheus.CounterVec
+	starts      *prometheus.CounterVec
+	idleStops   *prometheus.CounterVec
 	outage      *prometheus.HistogramVec
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
@@ -71,6 +73,14 @@ func New(log *slog.Logger) *Registry {
 		Name: "mcpkeep_reconnects_total",
 		Help: "Reconnection attempts started (retry_due or reconnect into connecting), by server.",
 	}, []string{"server"})
+	o.starts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpkeep_starts_total",
+		Help: "Generations started, by server and cause (startup, demand, recovery), counted when their attempt settles.",
+	}, []string{"server", "cause"})
+	o.idleStops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpkeep_idle_stops_total",
+		Help: "Servers stopped for idleness (idle_timeout), by server.",
+	}, []string{"server"})
 	o.outage = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mcpkeep_outage_seconds",
 		Help:    "Outage durations: from leaving established to the next established, by server.",
@@ -85,7 +95,7 @@ func New(log *slog.Logger) *Registry {
 		Help:    "Latency of the requests relayed to a server, by server and method.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 	}, []string{"server", "method"})
-	o.reg.MustRegister(o.transitions, o.reconnects, o.outage, o.requests, o.latency,
+	o.reg.MustRegister(o.transitions, o.reconnects, o.starts, o.idleStops, o.outage, o.requests, o.latency,
 		poolCollector{o},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -100,6 +110,14 @@ func (o *Registry) Observer() mcpkeep.Observer {
 		o.transitions.WithLabelValues(t.Server, t.Event.String(), t.To.String()).Inc()
 		if t.To == fsm.Connecting && (t.Event == fsm.RetryDue || t.Event == fsm.Reconnect) {
 			o.reconnects.WithLabelValues(t.Server).Inc()
+		}
+		if t.Cause != mcpkeep.StartNone {
+			o.starts.WithLabelValues(t.Server, t.Cause.String()).Inc()
+		}
+		if t.Event == fsm.IdleTimeout {
+			// An idle stop is not an outage: no outage is measured.
+			o.idleStops.WithLabelValues(t.Server).Inc()
+			return
 		}
 		var outage time.Duration
 		measured := false

@@ -89,10 +89,23 @@ type ServerStatus struct {
 	Prompts     int    `json:"prompts"`
 	Resources   int    `json:"resources"`
 	Templates   int    `json:"templates"`
+	// Start is the start mode: "eager" or "lazy" (docs/design.md §20).
+	Start string `json:"start"`
+	// Cached: the lists shown are the catalog cache's, not yet
+	// confirmed by a live connection.
+	Cached bool `json:"cached,omitempty"`
+}
+
+// startMode is a server's start mode as the config writes it.
+func startMode(lazy bool) string {
+	if lazy {
+		return "lazy"
+	}
+	return "eager"
 }
 
 // Readiness: ready when the servers started (pool not nil), every one has
-// been established once and none is exhausted, draining or disposed,
+// been established once or is idle, and none is exhausted, draining or disposed,
 // every expected server runs, and the process is not stopping.
 func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 	rep := Readiness{Servers: []ServerStatus{}}
@@ -117,7 +130,8 @@ func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 	for _, s := range snaps {
 		running[s.Server] = true
 		st := ServerStatus{Server: s.Server, State: s.State.String(), Attempt: s.Attempt, MaxAttempts: s.MaxAttempts,
-			Tools: s.Tools, Prompts: s.Prompts, Resources: s.Resources, Templates: s.Templates}
+			Tools: s.Tools, Prompts: s.Prompts, Resources: s.Resources, Templates: s.Templates,
+			Start: startMode(s.Lazy), Cached: s.Cached}
 		if !s.NextRetry.IsZero() {
 			st.NextRetry = s.NextRetry.UTC().Format(time.RFC3339)
 		}
@@ -130,6 +144,9 @@ func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 			why = append(why, fmt.Sprintf("%s is exhausted", s.Server))
 		case s.State == fsm.Draining || s.State == fsm.Disposed:
 			why = append(why, fmt.Sprintf("%s is %s", s.Server, s.State))
+		case s.State == fsm.Idle:
+			// Idle is a server at rest, its catalog listed: the next
+			// request starts it (docs/design.md §20).
 		case !established[s.Server] && s.State != fsm.Established:
 			why = append(why, fmt.Sprintf("%s has not been established yet (%s)", s.Server, s.State))
 		}

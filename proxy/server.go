@@ -54,8 +54,9 @@ type Options struct {
 // Defaults of Options.
 const (
 	// DefaultInitWait: hosts give a server about 10 s to start (some in
-	// all), so the proxy answers well within that (docs/design.md §14).
-	DefaultInitWait = 10 * time.Second
+	// all), so the proxy answers well within that: half of it
+	// (docs/design.md §14, §20).
+	DefaultInitWait = 5 * time.Second
 	// DefaultDrainGrace is what Shutdown gives requests in flight.
 	DefaultDrainGrace = 2 * time.Second
 	// DefaultSessionIdle forgets HTTP host sessions that went quiet.

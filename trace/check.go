@@ -184,7 +184,9 @@ func (c *Checker) check(s *serverCheck, e Event) error {
 	if e.Attempt < 0 || e.Attempt > maxA {
 		return fmt.Errorf("%w: I4: attempt %d outside 0..%d", ErrInvariant, e.Attempt, maxA)
 	}
-	if e.Gen == 0 {
+	if e.Gen == 0 && !(e.From == fsm.Idle || e.From == fsm.Draining) {
+		// Only a lazy server that started idle has no generation yet, and
+		// only until its first demand (docs/design.md §20).
 		return fmt.Errorf("%w: gen 0", ErrInvariant)
 	}
 	entering := e.To == fsm.Connecting && e.From != fsm.Connecting
@@ -260,6 +262,8 @@ func factsFor(g fsm.Guard) fsm.Facts {
 		return fsm.Facts{ReconnectDisabled: true}
 	case fsm.SignIn.Name:
 		return fsm.Facts{SignInRequired: true}
+	case fsm.StoppingForIdle.Name:
+		return fsm.Facts{IdleStop: true}
 	}
 	return fsm.Facts{}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/backoff"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tools"
@@ -133,6 +134,18 @@ func printServer(w io.Writer, sc config.Server) {
 		row("replay", "a call lost to a crash is sent once more if the tool declares readOnlyHint or idempotentHint")
 	} else {
 		row("replay", "off: a call lost to a crash is never sent again")
+	}
+	idle := sc.IdleStop
+	if sc.Lazy {
+		if idle == 0 {
+			idle = mcpkeep.DefaultIdleStop
+		}
+		row("start", "lazy: started by the first request once its catalog is cached")
+	} else {
+		row("start", "eager: started with the proxy")
+	}
+	if idle > 0 {
+		row("idle stop", "after %v without requests (catalog kept, started again on demand)", idle)
 	}
 }
 

@@ -116,3 +116,23 @@ func TestCheckPrintsTheFilter(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckPrintsStartMode(t *testing.T) {
+	path := writeConfig(t, `{"mcpServers": {
+	    "a": {"command": "sh", "start": "lazy"},
+	    "b": {"command": "sh", "idleStopMs": 60000},
+	    "c": {"command": "sh"}}}`)
+	code, out, errOut := runCLI("check", "--config", path)
+	if code != 0 {
+		t.Fatalf("code %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"start       lazy: started by the first request once its catalog is cached\n  idle stop   after 10m0s",
+		"start       eager: started with the proxy\n  idle stop   after 1m0s",
+		"start       eager: started with the proxy\n\n",
+	} {
+		if !strings.Contains(out+"\n", want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,7 +13,25 @@ import (
 
 func TestMain(m *testing.M) {
 	runIfCLIChild() // the test binary doubles as mcpkeep (cli_child_test.go)
-	goleak.VerifyTestMain(m)
+	// The proxy keeps a catalog cache in the user's cache directory: the
+	// tests' (and their children's) go to a directory of their own.
+	dir, err := os.MkdirTemp("", "mcpkeep-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", dir)
+	goleak.VerifyTestMain(cleanupM{m, dir})
+}
+
+// cleanupM removes the tests' cache directory after the run.
+type cleanupM struct {
+	m   *testing.M
+	dir string
+}
+
+func (c cleanupM) Run() int {
+	defer os.RemoveAll(c.dir)
+	return c.m.Run()
 }
 
 // runCLI runs mcpkeep in-process with args and returns code, stdout, stderr.

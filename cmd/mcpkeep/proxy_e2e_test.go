@@ -44,6 +44,10 @@ func startProxy(t *testing.T, cfg map[string]any, extra ...string) *proxyRun {
 	r := &proxyRun{t: t, cfgPath: filepath.Join(t.TempDir(), "mcp.json"), stderr: newNotifyingBuffer(), notes: make(chan struct{}, 256)}
 	r.writeConfig(cfg)
 	args := append([]string{"proxy", "--config", r.cfgPath, "--log-format", "json", "--log-level", "debug"}, extra...)
+	if !slices.Contains(extra, "--cache-dir") && !slices.Contains(extra, "--no-cache") {
+		// Each run its own catalog cache: a test sees only its own runs.
+		args = append(args, "--cache-dir", t.TempDir())
+	}
 	cmd := cliCommand(t, args...)
 	cmd.Stderr = r.stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "0"}, &mcp.ClientOptions{

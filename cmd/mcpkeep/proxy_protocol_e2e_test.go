@@ -1025,7 +1025,8 @@ func TestRunUsage(t *testing.T) {
 		t.Errorf("run --help: code %d, stderr %q", code, errOut)
 	}
 	for _, flag := range []string{"--url", "--name", "--max-attempts", "--initial-delay", "--max-delay", "--connect-timeout",
-		"--wait-for-ready", "--init-wait", "--env", "--cwd", "--header", "--log-format", "--log-level", "--trace"} {
+		"--wait-for-ready", "--init-wait", "--env", "--cwd", "--header", "--log-format", "--log-level", "--trace",
+		"--lazy", "--idle-stop", "--cache-dir", "--no-cache"} {
 		if !strings.Contains(out, "  "+flag+" ") {
 			t.Errorf("run --help does not list %s:\n%s", flag, out)
 		}

@@ -21,7 +21,6 @@ import (
 func newRunCmd() *cobra.Command {
 	var spec runSpec
 	var sf serveFlags
-	initWait := durationFlag{d: proxy.DefaultInitWait}
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARGS...]",
 		Short: "wrap one server (-- COMMAND, or --url) under its own names: a one-line host config change",
@@ -58,7 +57,7 @@ func newRunCmd() *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "mcpkeep run: %v\n", err)
 				return exitError{2}
 			}
-			wait := initWait.d
+			wait := sf.initWait.d
 			if ct := cfg.Servers[0].ConnectTimeout; ct > 0 && ct < wait {
 				wait = ct
 			}
@@ -81,7 +80,8 @@ func newRunCmd() *cobra.Command {
 	f.Var(&spec.maxDelay, "max-delay", "the longest delay between retries, e.g. 30s (config maxDelayMs; default 30s)")
 	f.Var(&spec.connectTimeout, "connect-timeout", "bound of spawn + handshake + initial listing, e.g. 30s (config connectTimeoutMs)")
 	f.Var(&spec.waitForReady, "wait-for-ready", "how long a request waits for the server during an outage, e.g. 5s; 0 fails fast (config waitForReadyMs)")
-	f.Var(&initWait, "init-wait", "the longest the host's initialize waits for the server's first connect")
+	f.BoolVar(&spec.lazy, "lazy", false, "start the server at the first request that needs it, once its catalog is cached (config start: lazy)")
+	f.Var(&spec.idleStop, "idle-stop", "stop the server after this long without requests, e.g. 10m (config idleStopMs; default 10m with --lazy, else off)")
 	f.StringVar(&spec.cwd, "cwd", "", "the command's working directory `DIR`")
 	f.Var(&spec.env, "env", "an environment variable of the command, `K=V` (repeatable; ${VAR} expands at each spawn)")
 	f.Var(&spec.headers, "header", "an HTTP header of --url requests, `K=V` (repeatable)")

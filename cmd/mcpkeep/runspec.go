@@ -19,6 +19,8 @@ type runSpec struct {
 	env, headers                                         kvFlag
 	oauth                                                bool
 	initialDelay, maxDelay, connectTimeout, waitForReady durationFlag
+	lazy                                                 bool
+	idleStop                                             durationFlag
 }
 
 // flagOf maps a config key back to the flag that set it.
@@ -26,6 +28,7 @@ var flagOf = map[string]string{
 	"maxAttempts": "--max-attempts", "initialDelayMs": "--initial-delay", "maxDelayMs": "--max-delay",
 	"connectTimeoutMs": "--connect-timeout", "waitForReadyMs": "--wait-for-ready", "cwd": "--cwd",
 	"env": "--env", "headers": "--header", "url": "--url", "command": "COMMAND",
+	"idleStopMs": "--idle-stop",
 }
 
 func (r runSpec) config() (*config.Config, error) {
@@ -74,6 +77,7 @@ func (r runSpec) config() (*config.Config, error) {
 		{r.maxDelay, "maxDelayMs", rec},
 		{r.connectTimeout, "connectTimeoutMs", srv},
 		{r.waitForReady, "waitForReadyMs", srv},
+		{r.idleStop, "idleStopMs", srv},
 	} {
 		if d.value.set {
 			d.into[d.key] = d.value.d.Milliseconds()
@@ -81,6 +85,9 @@ func (r runSpec) config() (*config.Config, error) {
 	}
 	if len(rec) > 0 {
 		srv["reconnect"] = rec
+	}
+	if r.lazy {
+		srv["start"] = config.StartLazy
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

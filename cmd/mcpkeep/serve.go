@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/catalogcache"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/metrics"
 	"github.com/mcpkeep/mcpkeep/oauth"
@@ -28,6 +30,8 @@ type serving struct {
 	sdkLog    bool // pass the logger to the SDK's server too
 	opts      proxy.Options
 	listen    listenOpts
+	initWait  time.Duration       // unless opts say
+	cache     *catalogcache.Cache // nil: --no-cache
 }
 
 // serve runs sv on the process's stdin and stdout with its signals:
@@ -72,6 +76,10 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	opts.Implementation = &mcp.Implementation{Name: "mcpkeep", Version: resolveVersion()}
 	opts.Pool.Observer = mcpkeep.Observers(trace.observer(), m.Observer())
 	opts.Metrics = m
+	if opts.InitWait == 0 {
+		opts.InitWait = sv.initWait
+	}
+	opts.Pool.Cache = sv.cache
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
 	poolOf := func() *mcpkeep.Pool { p, _ := srv.Pool(); return p }

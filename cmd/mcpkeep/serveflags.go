@@ -6,6 +6,9 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/mcpkeep/mcpkeep/catalogcache"
+	"github.com/mcpkeep/mcpkeep/proxy"
+
 	"github.com/spf13/cobra"
 )
 
@@ -14,6 +17,9 @@ import (
 type serveFlags struct {
 	format, level, trace string
 	listen               listenOpts
+	initWait             durationFlag
+	cacheDir             string
+	noCache              bool
 }
 
 func (s *serveFlags) register(cmd *cobra.Command) {
@@ -21,20 +27,41 @@ func (s *serveFlags) register(cmd *cobra.Command) {
 	f.StringVar(&s.format, "log-format", "text", "log `FORMAT` on stderr: text | json (one object per line)")
 	f.StringVar(&s.level, "log-level", "info", "`LEVEL`: debug | info | warn | error (debug adds the servers' stderr and the SDK's logs)")
 	f.StringVar(&s.trace, "trace", "", "append every lifecycle transition to `FILE` as JSON lines")
+	s.initWait = durationFlag{d: proxy.DefaultInitWait}
+	f.Var(&s.initWait, "init-wait", "the longest the host's initialize waits for the servers' first connects (a cached server does not hold it)")
+	f.StringVar(&s.cacheDir, "cache-dir", "", "the catalog cache `DIR` (default: the user cache directory's mcpkeep)")
+	f.BoolVar(&s.noCache, "no-cache", false, "keep no catalog cache: every start waits for the servers' first connects")
 	s.listen.register(f)
 	completeWords(cmd, "log-format", "text", "json")
 	completeWords(cmd, "log-level", "debug", "info", "warn", "error")
 	_ = cmd.MarkFlagFilename("trace")
+	_ = cmd.MarkFlagDirname("cache-dir")
 }
 
 // serving is the serving of these flags: the caller adds load and opts.
 // Invalid log flags or listen combinations are errors naming the flags.
 func (s *serveFlags) serving(stderr io.Writer) (*serving, error) {
 	log, err := newLogger(stderr, s.format, s.level)
+	if s.noCache && s.cacheDir != "" {
+		err = errors.Join(err, errors.New("--no-cache and --cache-dir: give one"))
+	}
 	if err = errors.Join(err, s.listen.check()); err != nil {
 		return nil, err
 	}
-	return &serving{tracePath: s.trace, log: log, sdkLog: s.level == "debug", listen: s.listen}, nil
+	sv := &serving{tracePath: s.trace, log: log, sdkLog: s.level == "debug", listen: s.listen, initWait: s.initWait.d}
+	if !s.noCache {
+		dir := s.cacheDir
+		if dir == "" {
+			if dir, err = catalogcache.DefaultDir(); err != nil {
+				// No cache directory is no reason not to serve.
+				log.Warn("no catalog cache", slog.Any("err", err))
+			}
+		}
+		if dir != "" {
+			sv.cache = catalogcache.New(dir)
+		}
+	}
+	return sv, nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

@@ -222,7 +222,14 @@ func fixtureCmd(env ...string) *exec.Cmd {
 
 // proxyCmd runs the built proxy on cfg, with env added.
 func (b *proxyBuild) proxyCmd(cfg string, env ...string) *exec.Cmd {
-	cmd := exec.Command(b.bin, "proxy", "--config", cfg, "--log-level", "warn")
+	return b.proxyCmdArgs(cfg, []string{"--no-cache"}, env...)
+}
+
+// proxyCmdArgs is proxyCmd with its own flags after the config (the
+// catalog cache's: proxyCmd runs without one, so every row is a cold
+// start unless it says otherwise).
+func (b *proxyBuild) proxyCmdArgs(cfg string, args []string, env ...string) *exec.Cmd {
+	cmd := exec.Command(b.bin, append([]string{"proxy", "--config", cfg, "--log-level", "warn"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }

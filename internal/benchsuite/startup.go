@@ -26,6 +26,9 @@ type startupResult struct {
 	single    durations // one cold connect alone
 	proxyCPU  durations // the proxy process's CPU time, start → all listed
 	tools     int       // tools listed upstream at the end
+	// warm is the same proxy with a warm catalog cache (docs/design.md
+	// §20): every server listed from the cache while it connects.
+	warm *startupResult
 }
 
 // coldHost is one direct cold connect of the fixture: spawn, initialize,
@@ -108,8 +111,21 @@ func runStartup(ctx context.Context, cfg Config, b *proxyBuild) (*startupResult,
 		}
 		res.single = append(res.single, d)
 
-		if err := proxyStartup(ctx, b, cfgPath, res); err != nil {
+		if err := proxyStartup(ctx, b, cfgPath, res, []string{"--no-cache"}); err != nil {
 			return nil, fmt.Errorf("run %d: %w", run+1, err)
+		}
+		// The same proxy with a warm cache: one run fills it, the next is
+		// measured.
+		cache := filepath.Join(b.dir, fmt.Sprintf("startup-cache-%d", run))
+		if res.warm == nil {
+			res.warm = &startupResult{n: n}
+		}
+		fill := &startupResult{n: n}
+		if err := proxyStartup(ctx, b, cfgPath, fill, []string{"--cache-dir", cache}); err != nil {
+			return nil, fmt.Errorf("run %d, filling the cache: %w", run+1, err)
+		}
+		if err := proxyStartup(ctx, b, cfgPath, res.warm, []string{"--cache-dir", cache}); err != nil {
+			return nil, fmt.Errorf("run %d, warm cache: %w", run+1, err)
 		}
 	}
 	cfg.progress("  startup: %d runs of %d servers", cfg.StartupRuns, n)
@@ -119,12 +135,12 @@ func runStartup(ctx context.Context, cfg Config, b *proxyBuild) (*startupResult,
 // proxyStartup is one cold start of the proxy of res.n servers: the host
 // spawns it, initializes, lists the tools, and lists again at each
 // tools/list_changed until every server's tools are there.
-func proxyStartup(ctx context.Context, b *proxyBuild, cfgPath string, res *startupResult) error {
+func proxyStartup(ctx context.Context, b *proxyBuild, cfgPath string, res *startupResult, args []string) error {
 	cctx, cancel := within(ctx)
 	defer cancel()
-	pf := filepath.Join(b.dir, fmt.Sprintf("startup-%d.addr", len(res.proxy)))
+	pf := filepath.Join(b.dir, fmt.Sprintf("startup-%d-%d.addr", len(res.proxy), time.Now().UnixNano()))
 	t0 := time.Now()
-	h, err := connectHost(cctx, b.proxyCmd(cfgPath, probe.Env+"="+pf), "")
+	h, err := connectHost(cctx, b.proxyCmdArgs(cfgPath, args, probe.Env+"="+pf), "")
 	if err != nil {
 		return err
 	}

@@ -144,6 +144,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		hr  *hopResult
 		rr  *relayResult
 		st  *startupResult
+		ic  *idleCallResult
 		br  *binaryResult
 		err error
 	)
@@ -203,6 +204,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if st, err = runStartup(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("startup: %w", err)
 			}
+			if ic, err = runIdleCall(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("idle first call: %w", err)
+			}
 		}
 	}
 	if cfg.wants("binary") {
@@ -240,6 +244,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if st != nil {
 		startupRows(rep, st)
+	}
+	if ic != nil {
+		idleCallRows(rep, ic)
 	}
 	if br != nil {
 		binaryRows(rep, br)

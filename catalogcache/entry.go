@@ -1,0 +1,31 @@
+package catalogcache
+
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// formatVersion is the file format; a file of another version is foreign.
+const formatVersion = 1
+
+// Entry is what the cache holds of one server.
+type Entry struct {
+	Version int    `json:"version"`
+	Server  string `json:"server"`
+	Key     string `json:"key"`
+	// Saved is when the entry was written (informational).
+	Saved time.Time `json:"saved"`
+	// Listed: the catalog below was listed by a live generation at some
+	// point (an entry may remember only that the server did not come).
+	Listed bool `json:"listed,omitempty"`
+	// NotComing: in the run that wrote the entry the server was never
+	// established (its first attempts failed or timed out).
+	NotComing bool `json:"notComing,omitempty"`
+
+	Init      *mcp.InitializeResult   `json:"init,omitempty"`
+	Tools     []*mcp.Tool             `json:"tools,omitempty"`
+	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
+	Resources []*mcp.Resource         `json:"resources,omitempty"`
+	Templates []*mcp.ResourceTemplate `json:"templates,omitempty"`
+}

@@ -1,0 +1,146 @@
+package mcpkeep
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep/fsm"
+)
+
+// The rows of lazy start and idle stop (docs/design.md §20): a lazy server
+// with a cached catalog starts idle (no process, its catalog listed); the
+// first request that needs it fires demand; an established server with an
+// idle stop is stopped through its close barrier once it had nothing to do
+// for the idle window, and returns to idle. An idle stop is not an outage:
+// no retry is spent, the catalog stays, the host is told nothing.
+
+// DefaultIdleStop is the idle stop of a lazy server that sets none.
+const DefaultIdleStop = 10 * time.Minute
+
+// StartCause says why a generation was started (Transition.Cause).
+type StartCause uint8
+
+const (
+	// StartNone: the transition started no generation.
+	StartNone StartCause = iota
+	// StartStartup: the first generation of Start.
+	StartStartup
+	// StartDemand: a request needed an idle server.
+	StartDemand
+	// StartRecovery: a retry after a loss, or a manual reconnect.
+	StartRecovery
+)
+
+func (c StartCause) String() string {
+	switch c {
+	case StartStartup:
+		return "startup"
+	case StartDemand:
+		return "demand"
+	case StartRecovery:
+		return "recovery"
+	}
+	return ""
+}
+
+// useBegin and useEnd bracket every request when an idle stop is set: the
+// idle timer's guard reads what they count.
+func (s *Supervisor) useBegin() {
+	s.active.Add(1)
+	s.lastUse.Store(s.opts.Clock.Now().UnixNano())
+}
+
+func (s *Supervisor) useEnd() {
+	s.lastUse.Store(s.opts.Clock.Now().UnixNano())
+	s.active.Add(-1)
+}
+
+// busy: a request is in flight, a resource subscription is held, or the
+// last request ended less than the idle window ago.
+func (s *Supervisor) busy() bool {
+	if s.active.Load() > 0 {
+		return true
+	}
+	s.sticky.Lock()
+	subs := len(s.sticky.subs)
+	s.sticky.Unlock()
+	if subs > 0 {
+		return true
+	}
+	last := s.lastUse.Load()
+	return last != 0 && s.opts.Clock.Now().UnixNano()-last < int64(s.opts.idleStop)
+}
+
+// idleRemaining is how long after now the idle window of the last request
+// ends (a full window while a request or a subscription holds it).
+func (s *Supervisor) idleRemaining() time.Duration {
+	if last := s.lastUse.Load(); last != 0 && s.active.Load() == 0 {
+		if d := time.Duration(last + int64(s.opts.idleStop) - s.opts.Clock.Now().UnixNano()); d > 0 {
+			return d
+		}
+	}
+	return s.opts.idleStop
+}
+
+// armIdle arms g's idle timer, when the server has an idle stop.
+func (lc *lifecycle) armIdle(g *generation, d time.Duration) {
+	if lc.opts.idleStop <= 0 {
+		return
+	}
+	stopTimer(&g.idleTimer)
+	n := g.n
+	g.idleTimer = lc.opts.Clock.AfterFunc(d, func() {
+		lc.s.send(message{kind: mIdleTimeout, gen: n})
+	})
+}
+
+// onIdleTimeout: established → lost for an idle stop when the guard finds
+// the server quiet. A busy server's timer is armed again for the end of
+// the window after its last request.
+func (lc *lifecycle) onIdleTimeout(m message) {
+	t, ok := lc.fire(fsm.IdleTimeout, m)
+	g := lc.gens[m.gen]
+	if !ok {
+		if g != nil && g == lc.cur && lc.m.State() == fsm.Established {
+			lc.armIdle(g, lc.s.idleRemaining())
+		}
+		return
+	}
+	g.idleTimer = nil
+	lc.idleStopping = true
+	lc.log(slog.LevelInfo, "idle stop", g, slog.Duration("idle", lc.opts.idleStop))
+	lc.enterLost(t, g, nil)
+	lc.checkBarrier(g)
+}
+
+// onIdle: lost → idle at the stopped generation's barrier. A demand that
+// came during the barrier starts the next generation now: never two
+// processes (I1).
+func (lc *lifecycle) onIdle(t fsm.Transition, g *generation) {
+	lc.idleStopping = false
+	lc.emit(t, g, nil)
+	if lc.demandPending {
+		lc.demandPending = false
+		lc.onDemand(message{kind: mDemand})
+	}
+}
+
+// onDemand: idle → connecting for a request. During an idle stop's
+// barrier the demand is kept for the end of the barrier (see onIdle);
+// elsewhere the server is already starting or serving, and the table
+// drops it.
+func (lc *lifecycle) onDemand(m message) {
+	if lc.idleStopping {
+		lc.demandPending = true
+		return
+	}
+	t, ok := lc.fire(fsm.Demand, m)
+	if !ok {
+		return
+	}
+	lc.demanded = true
+	g := lc.enterConnecting()
+	g.retry = false // a demand start is not a recovery
+	g.cause = StartDemand
+	lc.emit(t, g, nil)
+}

@@ -1,0 +1,104 @@
+package benchsuite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// idleCallResult is section 9's lazy row: the first call to an idle
+// server (lazy, its catalog cached: no process until the call) through a
+// running proxy, beside a host's cold connect of the same fixture and its
+// first call (docs/design.md §20).
+type idleCallResult struct {
+	proxy  durations // call sent → answered, the server idle before it
+	direct durations // spawn → initialize → the same call answered
+}
+
+func callEchoOnce(ctx context.Context, cs *mcp.ClientSession, name string) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"text": "x"}})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("%s: tool error", name)
+	}
+	return nil
+}
+
+func runIdleCall(ctx context.Context, cfg Config, b *proxyBuild) (*idleCallResult, error) {
+	res := &idleCallResult{}
+	srv := fixtureServer("")
+	srv["start"] = "lazy"
+	cfgPath := filepath.Join(b.dir, "idle-config.json")
+	if err := writeConfig(cfgPath, map[string]any{"s": srv}); err != nil {
+		return nil, err
+	}
+	cache := filepath.Join(b.dir, "idle-cache")
+	args := []string{"--cache-dir", cache}
+	// A first run fills the cache (a lazy server without one starts to
+	// learn its catalog).
+	cctx, cancel := within(ctx)
+	h, err := connectHost(cctx, b.proxyCmdArgs(cfgPath, args), "")
+	if err == nil {
+		err = callEchoOnce(cctx, h.cs, "s__echo")
+		h.close()
+	}
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("filling the cache: %w", err)
+	}
+	for range cfg.StartupRuns {
+		cctx, cancel := within(ctx)
+		h, err := connectHost(cctx, b.proxyCmdArgs(cfgPath, args), "")
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if _, tools, err := serversListed(cctx, h); err != nil || tools == 0 {
+			h.close()
+			cancel()
+			return nil, fmt.Errorf("the idle server is not listed from its cache (%d tools): %v", tools, err)
+		}
+		t0 := time.Now()
+		err = callEchoOnce(cctx, h.cs, "s__echo")
+		res.proxy = append(res.proxy, time.Since(t0))
+		h.close()
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("first call to the idle server: %w", err)
+		}
+
+		t0 = time.Now()
+		d, err := connectHost(cctx, fixtureCmd(), "")
+		if err == nil {
+			err = callEchoOnce(cctx, d.cs, "echo")
+			res.direct = append(res.direct, time.Since(t0))
+			d.close()
+		}
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("direct cold connect and call: %w", err)
+		}
+	}
+	cfg.progress("  idle first call: %d runs", cfg.StartupRuns)
+	return res, nil
+}
+
+func idleCallRows(rep *Report, r *idleCallResult) {
+	p, d := r.proxy.pct(50), r.direct.pct(50)
+	row := Row{Section: secStartup, Metric: fmt.Sprintf("first call to an idle lazy server (cached, not running), p50 (%d runs)", len(r.proxy)),
+		Mcpkeep: fmtDur(p), Comparison: "a host's cold connect and its first call " + fmtDur(d),
+		Ratio: fmtRatio(ms(p), ms(d)), Target: "ratio ≤ 1.10"}
+	row.Verdict, row.Reason = verdict(ms(p) <= 1.10*ms(d), "the demand start spawns the server, initializes it and "+
+		"lists its tools, prompts, resources and templates (the connect's listing, which refreshes the cache) before "+
+		"the call is sent; the direct host lists nothing before its call")
+	rep.add(row)
+	rep.note(secStartup, "the idle row: `mcpkeep proxy` with one fixture server set to `\"start\": \"lazy\"` and a "+
+		"catalog cache filled by an earlier run; the host connects, lists the tools (from the cache, the server idle), "+
+		"then calls `s__echo`: from the call to its answer, which includes the server's start on demand. Beside it, a "+
+		"host spawns the fixture itself, initializes and calls `echo`.")
+}
