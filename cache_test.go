@@ -286,3 +286,32 @@ func TestCacheDoesNotExcuseAStrictStart(t *testing.T) {
 		}
 	})
 }
+
+// TestCacheHintHonoursTheFilter (docs/design.md §20, §21): a cached
+// catalog goes through the same policy as a live listing: a filtered tool
+// is not registered from the cache either.
+func TestCacheHintHonoursTheFilter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := warmCache(t)
+		gate := make(chan struct{})
+		h := newHarness(t, func(o *Options) {
+			o.Cache = st
+			o.Expose = &tools.Policy{Tools: tools.Filter{Deny: []string{"hang"}}}
+		})
+		h.mem.Fault = func(gen uint64) transport.Fault { return transport.Fault{Gate: gate} }
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.registered(); !slices.Equal(got, []string{"srv__echo"}) {
+			t.Fatalf("registered from the cache: %v, want the filter applied", got)
+		}
+		close(gate)
+		h.settle()
+		if got := h.registered(); !slices.Equal(got, []string{"srv__echo"}) {
+			t.Fatalf("registered live: %v", got)
+		}
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
