@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -16,63 +14,6 @@ import (
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// Options configure a Server. The zero value serves a config's servers
-// under "<server>__<name>" names, logging nothing.
-type Options struct {
-	// Logger receives the proxy's logs and, through Pool.Logger when that
-	// is nil, the supervisors'; nil discards.
-	Logger *slog.Logger
-	// SDKLogger receives the go-sdk server's own logs; nil discards.
-	SDKLogger *slog.Logger
-	// Implementation is what the proxy tells hosts it is; nil is
-	// {"mcpkeep", "devel"}.
-	Implementation *mcp.Implementation
-	// Pool is the base of the pool the proxy builds at its first host (or
-	// at Start): Clock, Rand, Observer, Namer and Opener are used as
-	// given; Sink, Catalog, Host and Roots are the proxy's own.
-	Pool mcpkeep.PoolOptions
-	// Mirror, when set, names the one server whose serverInfo,
-	// capabilities and instructions answer the host's initialize
-	// (`mcpkeep run`, docs/design.md §15). Give Pool.Namer tools.OwnNames
-	// with it to keep the server's names.
-	Mirror string
-	// InitWait bounds how long the host's initialize waits for the
-	// servers' first connections; zero is DefaultInitWait.
-	InitWait time.Duration
-	// Metrics counts relayed requests; nil counts nothing. Transitions
-	// reach metrics through Pool.Observer.
-	Metrics Metrics
-	// DrainGrace is how long Shutdown lets requests in flight finish
-	// before it cancels them; zero is DefaultDrainGrace.
-	DrainGrace time.Duration
-	// SessionIdle ends an HTTP host session that sent nothing for this
-	// long (Handler); zero is DefaultSessionIdle, negative never.
-	SessionIdle time.Duration
-}
-
-// Defaults of Options.
-const (
-	// DefaultInitWait: hosts give a server about 10 s to start (some in
-	// all), so the proxy answers well within that: half of it
-	// (docs/design.md §14, §20).
-	DefaultInitWait = 5 * time.Second
-	// DefaultDrainGrace is what Shutdown gives requests in flight.
-	DefaultDrainGrace = 2 * time.Second
-	// DefaultSessionIdle forgets HTTP host sessions that went quiet.
-	DefaultSessionIdle = 30 * time.Minute
-)
-
-// Metrics is where the proxy reports each request it relays to a server
-// (method is the MCP method: tools/call, prompts/get, resources/read...).
-// It is called on the request's goroutine and must be quick.
-type Metrics interface {
-	Request(server, method string, took time.Duration, err error)
-}
-
-// ErrStrictStartup is what StartupError wraps when a server with
-// failOnStartupError did not start.
-var ErrStrictStartup = errors.New("mcpkeep: strict startup failed")
 
 // Server serves the union of a pool's servers to MCP hosts: over one
 // transport (Serve, stdio) or over Streamable HTTP to many host sessions
@@ -262,72 +203,6 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
 	return err
 }
 
-// Shutdown stops serving, bounded by ctx: readiness turns 503 at once;
-// requests in flight get DrainGrace to finish, then are cancelled (the
-// servers get notifications/cancelled); host sessions are closed; the
-// pool is disposed through every server's close barrier. It returns the
-// pool's Dispose error (an incomplete shutdown) or ctx's.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.health.Stop()
-	grace := cmp.Or(s.opts.DrainGrace, DefaultDrainGrace)
-	t := time.NewTimer(grace)
-	select {
-	case <-s.calls.idle():
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	t.Stop()
-	s.cancel() // cancels calls in flight and the first apply
-	s.closeSessions(ctx)
-	s.host.outboxes.close(ctx)
-	s.host.updates.close(ctx)
-	var err error
-	if pool, ok := s.Pool(); ok {
-		err = pool.Dispose(ctx)
-		select {
-		case <-s.applied:
-		case <-ctx.Done():
-			err = errors.Join(err, ctx.Err())
-		}
-	}
-	done := make(chan struct{})
-	go func() { s.sessionsWG.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-	return err
-}
-
-// closeSessions ends every host session at once: one that does not read
-// must not hold the others' end (each Close waits for its handlers,
-// whose calls are cancelled by now).
-func (s *Server) closeSessions(ctx context.Context) {
-	var wg sync.WaitGroup
-	for ss := range s.srv.Sessions() {
-		wg.Go(func() { _ = ss.Close() })
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// track registers a host request relayed to the pool: its context ends
-// with ctx or at Shutdown's cancel, and Shutdown's grace waits for it.
-func (s *Server) track(ctx context.Context) (context.Context, func()) {
-	s.calls.add(1)
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.ctx, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-		s.calls.add(-1)
-	}
-}
-
 func (s *Server) observeRequest(server, method string, start time.Time, err error) {
 	if s.opts.Metrics != nil {
 		s.opts.Metrics.Request(server, method, time.Since(start), err)
@@ -349,78 +224,6 @@ func serverNames(cfg *config.Config) []string {
 	return out
 }
 
-// inflight counts requests in flight; idle is closed while none is.
-type inflight struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{}
-}
-
-func (c *inflight) add(d int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.zero == nil {
-		c.zero = make(chan struct{})
-		close(c.zero)
-	}
-	if c.n == 0 && d > 0 {
-		c.zero = make(chan struct{})
-	}
-	c.n += d
-	if c.n == 0 {
-		close(c.zero)
-	}
-}
-
-func (c *inflight) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-func (c *inflight) idle() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.zero == nil {
-		c.zero = make(chan struct{})
-		close(c.zero)
-	}
-	return c.zero
-}
-
 // HostDropped counts the log and progress messages dropped because a host
 // session's outbox was full (a host that does not read).
 func (s *Server) HostDropped() uint64 { return s.host.outboxes.dropped.Load() }
-
-// SignedIn reconnects the servers at url (with clientID) that stopped for
-// want of a sign-in (mcpkeep.ErrSignInRequired): a token arrived, for
-// example from `mcpkeep auth login` (see oauth.Watch).
-func (s *Server) SignedIn(url, clientID string) {
-	pool, ok := s.Pool()
-	if !ok {
-		return
-	}
-	for _, st := range pool.States() {
-		sc, ok := pool.Server(st.Server)
-		if !ok || sc.URL != url || sc.OAuth == nil || sc.OAuth.ClientID != clientID ||
-			!errors.Is(st.LastErr, mcpkeep.ErrSignInRequired) {
-			continue
-		}
-		if sup, ok := pool.Supervisor(st.Server); ok && sup.Reconnect() == nil {
-			s.log.Info("signed in: reconnecting", slog.String("server", st.Server))
-		}
-	}
-}
-
-// NeedsSignIn reports whether any server of the current config signs in
-// with OAuth (then a caller may watch the token store, see SignedIn).
-func (s *Server) NeedsSignIn() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, sc := range s.mu.cfg.Servers {
-		if sc.OAuth != nil {
-			return true
-		}
-	}
-	return false
-}

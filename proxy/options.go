@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"errors"
+	"time"
+
+	"log/slog"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure a Server. The zero value serves a config's servers
+// under "<server>__<name>" names, logging nothing.
+type Options struct {
+	// Logger receives the proxy's logs and, through Pool.Logger when that
+	// is nil, the supervisors'; nil discards.
+	Logger *slog.Logger
+	// SDKLogger receives the go-sdk server's own logs; nil discards.
+	SDKLogger *slog.Logger
+	// Implementation is what the proxy tells hosts it is; nil is
+	// {"mcpkeep", "devel"}.
+	Implementation *mcp.Implementation
+	// Pool is the base of the pool the proxy builds at its first host (or
+	// at Start): Clock, Rand, Observer, Namer and Opener are used as
+	// given; Sink, Catalog, Host and Roots are the proxy's own.
+	Pool mcpkeep.PoolOptions
+	// Mirror, when set, names the one server whose serverInfo,
+	// capabilities and instructions answer the host's initialize
+	// (`mcpkeep run`, docs/design.md §15). Give Pool.Namer tools.OwnNames
+	// with it to keep the server's names.
+	Mirror string
+	// InitWait bounds how long the host's initialize waits for the
+	// servers' first connections; zero is DefaultInitWait.
+	InitWait time.Duration
+	// Metrics counts relayed requests; nil counts nothing. Transitions
+	// reach metrics through Pool.Observer.
+	Metrics Metrics
+	// DrainGrace is how long Shutdown lets requests in flight finish
+	// before it cancels them; zero is DefaultDrainGrace.
+	DrainGrace time.Duration
+	// SessionIdle ends an HTTP host session that sent nothing for this
+	// long (Handler); zero is DefaultSessionIdle, negative never.
+	SessionIdle time.Duration
+}
+
+// Defaults of Options.
+const (
+	// DefaultInitWait: hosts give a server about 10 s to start (some in
+	// all), so the proxy answers well within that: half of it
+	// (docs/design.md §14, §20).
+	DefaultInitWait = 5 * time.Second
+	// DefaultDrainGrace is what Shutdown gives requests in flight.
+	DefaultDrainGrace = 2 * time.Second
+	// DefaultSessionIdle forgets HTTP host sessions that went quiet.
+	DefaultSessionIdle = 30 * time.Minute
+)
+
+// Metrics is where the proxy reports each request it relays to a server
+// (method is the MCP method: tools/call, prompts/get, resources/read...).
+// It is called on the request's goroutine and must be quick.
+type Metrics interface {
+	Request(server, method string, took time.Duration, err error)
+}
+
+// ErrStrictStartup is what StartupError wraps when a server with
+// failOnStartupError did not start.
+var ErrStrictStartup = errors.New("mcpkeep: strict startup failed")
