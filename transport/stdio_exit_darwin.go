@@ -80,3 +80,6 @@ func zombieStatus(pid int) (syscall.WaitStatus, bool, error) {
 	}
 	return syscall.WaitStatus(kp.Proc.P_xstat), true, nil
 }
+
+// exitWatchName is ExitWatch's answer here.
+const exitWatchName = "kqueue EVFILT_PROC"

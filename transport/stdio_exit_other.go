@@ -14,3 +14,6 @@ import (
 func waitExited(pid int) (syscall.WaitStatus, error) {
 	return 0, errors.ErrUnsupported
 }
+
+// exitWatchName is ExitWatch's answer here.
+const exitWatchName = "none: the child is reaped at once"

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
 )
@@ -68,5 +69,41 @@ func TestGroupProbeZombieLeader(t *testing.T) {
 	}
 	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("kill(-pgid, 0) after the reap: %v; want ESRCH", err)
+	}
+}
+
+// The probe reads the stat file of the group's members only: a group of
+// one process costs one read however many processes the host runs, where
+// reading every process's stat cost hundreds of microseconds per exit.
+func TestGroupProbeReadsMembersOnly(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read x")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	pid := cmd.Process.Pid
+	var reads []string
+	counting := func(proc int, name string, buf []byte) (byte, int, bool) {
+		reads = append(reads, name)
+		return readStat(proc, name, buf)
+	}
+	if !scanGroup(pid, counting) {
+		t.Error("running group reported gone")
+	}
+	if want := strconv.Itoa(pid); len(reads) != 1 || reads[0] != want {
+		t.Errorf("stat files read for a group of one: %v; want only %s's", reads, want)
+	}
+	reads = nil
+	if scanGroup(pid+1_000_000, counting) {
+		t.Error("a group with no member reported alive")
+	}
+	if len(reads) != 0 {
+		t.Errorf("%d stat files read for a group with no member; want none", len(reads))
 	}
 }

@@ -51,6 +51,7 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	cmd.Dir = s.Dir
 	cmd.Env = s.environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pidfd := askPidfd(cmd.SysProcAttr)
 
 	var pipes [3][2]*os.File // stdin, stdout, stderr: {read end, write end}
 	closeAll := func() {
@@ -91,6 +92,7 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 		graces:      [3]time.Duration{stdin, term, kill},
 		cmd:         cmd,
 		pgid:        cmd.Process.Pid,
+		pidfd:       -1,
 		stdin:       &stdinWriter{f: pipes[0][1]},
 		stdout:      newStdoutReader(pipes[1][0]),
 		stderr:      newStderrReader(pipes[2][0]),
@@ -113,6 +115,9 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 			g.signalGroup = h.signalGroup
 		}
 		g.onLeaderReaped = h.leaderReaped
+	}
+	if pidfd != nil {
+		g.pidfd = *pidfd
 	}
 	g.watch = newStallWatch(g.log, s.Server, gen, g.stdin, g.stdout)
 	g.transport = &mcp.IOTransport{Reader: stallReader{g.stdout, g.watch}, Writer: g.watch}
@@ -152,6 +157,7 @@ type stdioGen struct {
 
 	cmd       *exec.Cmd // Wait is called by wait only
 	pgid      int       // = the child's pid
+	pidfd     int       // the child's pidfd, or -1; wait owns it
 	stdin     *stdinWriter
 	stdout    *stdoutReader
 	watch     *stallWatch   // the write watchdog over stdin and stdout
@@ -219,7 +225,7 @@ func (g *stdioGen) setStatus(status string) {
 // the tail holds all the child wrote to stderr. It reaps the child once
 // reap releases it.
 func (g *stdioGen) wait() {
-	ws, err := waitExited(g.pgid)
+	ws, err := awaitExit(g.pidfd, g.pgid)
 	pinned := err == nil
 	if pinned {
 		g.setStatus(waitStatusString(ws))
@@ -242,8 +248,8 @@ func (g *stdioGen) wait() {
 	g.stdout.childExited()
 	// The SDK's reader, just woken, is this processor's next goroutine:
 	// let it take the EOF (and hand the loss on) before the close of
-	// exited wakes the teardown, whose first group probe scans /proc for
-	// a few hundred microseconds and would otherwise run first.
+	// exited wakes the teardown, whose first group probe lists /proc
+	// (about a hundred microseconds) and would otherwise run first.
 	runtime.Gosched()
 	close(g.exited)
 	g.log.Debug("stdio: child exited", "pid", g.pgid, "status", g.Exit().Status)

@@ -40,6 +40,7 @@ type serving struct {
 // before it disposes its servers; noticed, the write fails with EPIPE and
 // the proxy shuts down in order.
 func (sv *serving) serve(stdout io.Writer) int {
+	relayGC()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)

@@ -109,14 +109,16 @@ func startupRows(rep *Report, st *startupResult) {
 	p, d := st.proxy.pct(50), st.direct.pct(50)
 	row := Row{Section: secStartup, Metric: fmt.Sprintf("proxy of %d servers: start → every server's tools listed upstream, p50 (%d runs)", st.n, len(st.proxy)),
 		Mcpkeep: fmtDur(p), Comparison: fmt.Sprintf("slowest of %d direct cold connects at once %s", st.n, fmtDur(d)),
-		Ratio: fmtRatio(ms(p), ms(d)), Target: "ratio ≤ 1.50"}
-	row.Verdict, row.Reason = verdict(ms(p) <= 1.5*ms(d), fmt.Sprintf("initialize is answered %s after the start (the proxy "+
+		Ratio: fmtRatio(ms(p), ms(d)), Target: "— (the instant-start issue's warm-cache target)", Verdict: Info}
+	// Issue 25 item 5: the start's target belongs to the instant-start
+	// issue (with a warm catalog cache); what the time is made of is a note.
+	rep.note(secStartup, "%s.", fmt.Sprintf("The proxy's start, %s against the slowest direct connect's %s: initialize is answered %s after the start (the proxy "+
 		"holds it until its first apply settled, i.e. every server connected, so the host's first tools/list waits for "+
 		"the slowest server), the first tools/list at %s; the %d fixture processes start in parallel on %d cores either "+
 		"way, and on top come the proxy's own start and its %d supervised connects, each listing prompts, resources and "+
 		"templates besides tools (3 more requests per server for the busy fixtures), and exposing %d tools upstream "+
 		"(the SDK checks every schema at AddTool); the proxy itself used %s of CPU by then",
-		fmtDur(st.initDone.pct(50)), fmtDur(st.firstList.pct(50)), st.n, rep.Machine.Cores, st.n, st.tools, fmtDur(st.proxyCPU.pct(50))))
+		fmtDur(p), fmtDur(d), fmtDur(st.initDone.pct(50)), fmtDur(st.firstList.pct(50)), st.n, rep.Machine.Cores, st.n, st.tools, fmtDur(st.proxyCPU.pct(50))))
 	rep.add(row)
 	relists := make([]string, len(st.relists))
 	for i, r := range st.relists {

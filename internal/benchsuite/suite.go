@@ -145,6 +145,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rr  *relayResult
 		st  *startupResult
 		ic  *idleCallResult
+		ss  *sessionsResult
 		br  *binaryResult
 		err error
 	)
@@ -199,6 +200,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, fmt.Errorf("proxy hop: %w", err)
 			}
 		}
+		if cfg.wants("proxy") {
+			cfg.progress("section 7: host sessions of one --listen proxy")
+			if ss, err = runSessions(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("host sessions: %w", err)
+			}
+		}
 		if cfg.wants("startup") {
 			cfg.progress("section 9: startup of %d servers", cfg.StartupServers)
 			if st, err = runStartup(ctx, cfg, b); err != nil {
@@ -238,6 +245,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if hr != nil && cfg.wants("proxy") {
 		proxyRows(rep, hr, cfg)
+	}
+	if ss != nil {
+		sessionRows(rep, ss)
 	}
 	if rr != nil {
 		relayRows(rep, rr, cfg)

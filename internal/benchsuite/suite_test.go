@@ -209,6 +209,18 @@ func TestSmokeProxy(t *testing.T) {
 	if len(st.proxy) != 1 || len(st.direct) != 1 || st.tools == 0 {
 		t.Errorf("startup: %+v", *st)
 	}
+	ss, err := runSessions(ctx, cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(sessionCounts) * len(sessionServers); len(ss.cells) != want {
+		t.Errorf("host sessions: %d cells; want %d", len(ss.cells), want)
+	}
+	for _, c := range ss.cells {
+		if c.rss == 0 {
+			t.Errorf("host sessions: no RSS for %+v", c)
+		}
+	}
 }
 
 func TestOnly(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -42,6 +43,12 @@ func Start() {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		fmt.Fprintf(w, "%d %d %d\n", m.Mallocs, m.TotalAlloc, ru.Utime.Nano()+ru.Stime.Nano())
+	})
+	// /gc collects and returns the freed memory to the OS, so that the
+	// resident set measured next is the live one.
+	mux.HandleFunc("/gc", func(w http.ResponseWriter, _ *http.Request) {
+		debug.FreeOSMemory()
+		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
