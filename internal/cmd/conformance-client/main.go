@@ -5,7 +5,8 @@
 // go-sdk's everything-client. Unlike that client it acts through mcpkeep's
 // own client side: a Supervisor with a transport.HTTP opener, its tool
 // registry and its host handlers, so the suite judges what a host of
-// mcpkeep's library gets.
+// mcpkeep's library gets. For the sign-in scenarios (auth/*) it signs in
+// first with package oauth, as `mcpkeep auth login` does (auth.go).
 package main
 
 import (
