@@ -18,6 +18,11 @@ type Client struct {
 	// Scopes replace the scopes the server's metadata asks for; nil keeps
 	// those.
 	Scopes []string
+	// MetadataURL, when set, is the https URL of a Client ID Metadata
+	// Document (SEP-991) describing mcpkeep as a client: an authorization
+	// server that supports such documents takes the URL as the client id,
+	// one that does not falls back to ID or to dynamic registration.
+	MetadataURL string
 	// CallbackPort is the loopback port of the redirect
 	// (http://127.0.0.1:PORT/callback); 0 takes a free one, which only a
 	// dynamically registered client can use.

@@ -114,9 +114,11 @@ func (h *Handler) Authorize(_ context.Context, req *http.Request, resp *http.Res
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	insufficientScope := false
+	var asked []string
 	for _, c := range challenges {
 		if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
 			insufficientScope = true
+			asked = strings.Fields(c.Params["scope"])
 		}
 	}
 	if resp.StatusCode == http.StatusForbidden && !insufficientScope {
@@ -137,7 +139,7 @@ func (h *Handler) Authorize(_ context.Context, req *http.Request, resp *http.Res
 		return nil // a newer token than the request's: retry with it
 	}
 	if insufficientScope {
-		return h.signIn("the server asks for more scopes than were granted")
+		return h.stepUp(asked)
 	}
 	if h.entry.RefreshToken == "" {
 		h.forget(h.entry.AccessToken)
@@ -151,6 +153,26 @@ func (h *Handler) Authorize(_ context.Context, req *http.Request, resp *http.Res
 		return err
 	}
 	return nil
+}
+
+// stepUp records the scopes the server asked for beyond the token's, so
+// the next login asks for them (StepUpScopes), and needs a person: a new
+// scope is a new consent, which no refresh can give.
+func (h *Handler) stepUp(asked []string) error {
+	reason := "the server asks for more scopes than were granted"
+	if len(asked) == 0 {
+		return h.signIn(reason)
+	}
+	reason += ": " + strings.Join(asked, " ")
+	e := *h.entry
+	e.StepUpScopes = union(union(e.Scopes, e.StepUpScopes), asked)
+	if err := h.o.Store.Save(&e); err != nil {
+		return err
+	}
+	if st, err := os.Stat(h.o.Store.path(e.URL, e.ConfigClientID)); err == nil {
+		h.adopt(&e, st.ModTime())
+	}
+	return h.signIn(reason)
 }
 
 // refresher trades the entry's refresh token for a new token, every time

@@ -3,6 +3,9 @@ package oauth
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +119,41 @@ func TestStatus(t *testing.T) {
 		if strings.Contains(b.String(), tok) {
 			t.Fatal("status shows a token")
 		}
+	}
+}
+
+// TestHandlerStepUp: a 403 insufficient_scope naming more scopes is a
+// sign-in that says which, the store remembers them, and the next login
+// asks for them besides the ones discovered (and forgets them after).
+func TestHandlerStepUp(t *testing.T) {
+	as := newAuthServer(t, authfixture.Options{})
+	store := &Store{Dir: t.TempDir()}
+	target := Target{Server: "remote", URL: as.url}
+	if _, err := Login(context.Background(), LoginOptions{Target: target, Store: store, OpenBrowser: browse}); err != nil {
+		t.Fatal(err)
+	}
+	signedIn, _ := store.Load(as.url, "")
+	if slices.Contains(signedIn.Scopes, "mcp:write") {
+		t.Fatalf("first login asked for %q already", signedIn.Scopes)
+	}
+	h := NewHandler(HandlerOptions{Target: target, Store: store})
+	req := httptest.NewRequest(http.MethodPost, as.url, nil)
+	req.Header.Set("Authorization", "Bearer "+signedIn.AccessToken)
+	resp := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{}, Body: http.NoBody}
+	resp.Header.Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp mcp:write"`)
+	err := h.Authorize(context.Background(), req, resp)
+	if !errors.Is(err, transport.ErrSignInRequired) || !strings.Contains(err.Error(), "more scopes than were granted: mcp mcp:write") {
+		t.Fatalf("Authorize = %v, want a sign-in naming the scopes", err)
+	}
+	e, _ := store.Load(as.url, "")
+	if !slices.Contains(e.StepUpScopes, "mcp:write") || e.AccessToken != signedIn.AccessToken {
+		t.Fatalf("stored step-up scopes %q (token kept: %v)", e.StepUpScopes, e.AccessToken == signedIn.AccessToken)
+	}
+	if _, err := Login(context.Background(), LoginOptions{Target: target, Store: store, OpenBrowser: browse}); err != nil {
+		t.Fatal(err)
+	}
+	e, _ = store.Load(as.url, "")
+	if !slices.Contains(e.Scopes, "mcp:write") || !slices.Contains(e.Scopes, authfixture.Scope) || len(e.StepUpScopes) != 0 {
+		t.Fatalf("after the second login: scopes %q, step-up %q", e.Scopes, e.StepUpScopes)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -114,9 +115,22 @@ func Login(ctx context.Context, o LoginOptions) (TokenStatus, error) {
 			return oauth2.StaticTokenSource(tok), nil
 		},
 	}
-	if len(t.Client.Scopes) > 0 {
-		scopes := t.Client.Scopes
-		cfg.ScopeFilter = func([]string) []string { return scopes }
+	// A server that asked for more scopes (Handler, insufficient_scope)
+	// gets them asked for, besides the configured or discovered ones.
+	var stepUp []string
+	if prev, err := o.Store.Load(t.URL, t.Client.ID); err == nil {
+		stepUp = prev.StepUpScopes
+	}
+	if len(t.Client.Scopes) > 0 || len(stepUp) > 0 {
+		cfg.ScopeFilter = func(discovered []string) []string {
+			if len(t.Client.Scopes) > 0 {
+				discovered = t.Client.Scopes
+			}
+			return union(discovered, stepUp)
+		}
+	}
+	if t.Client.MetadataURL != "" {
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: t.Client.MetadataURL}
 	}
 	if t.Client.ID != "" {
 		secret, err := t.Client.secret(o.LookupEnv)
@@ -175,6 +189,17 @@ func Login(ctx context.Context, o LoginOptions) (TokenStatus, error) {
 	}
 	fmt.Fprintf(out, "Signed in to %s.%s\n", t.name(), st.expiresPhrase(now()))
 	return st, nil
+}
+
+// union is a followed by what b adds, in order, without repeats.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // callback is one redirect: from the loopback server or pasted.

@@ -70,6 +70,10 @@ type Entry struct {
 	TokenURL  string           `json:"tokenUrl"`
 	AuthStyle oauth2.AuthStyle `json:"authStyle,omitempty"`
 	Scopes    []string         `json:"scopes,omitempty"`
+	// StepUpScopes are the scopes a server asked for beyond those granted
+	// (a 403 insufficient_scope, docs/design.md §22): the next login asks
+	// for them too.
+	StepUpScopes []string `json:"stepUpScopes,omitempty"`
 	// SignedIn is when a person signed in (a refresh keeps it): Watch
 	// reports a change of it, not every refresh.
 	SignedIn time.Time `json:"signedIn"`

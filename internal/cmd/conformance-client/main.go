@@ -5,7 +5,8 @@
 // go-sdk's everything-client. Unlike that client it acts through mcpkeep's
 // own client side: a Supervisor with a transport.HTTP opener, its tool
 // registry and its host handlers, so the suite judges what a host of
-// mcpkeep's library gets.
+// mcpkeep's library gets. For the sign-in scenarios (auth/*) it signs in
+// first with package oauth, as `mcpkeep auth login` does (auth.go).
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -54,24 +56,30 @@ func main() {
 		log.Fatalf("usage: %s SERVER_URL (scenario in MCP_CONFORMANCE_SCENARIO)", os.Args[0])
 	}
 	name := os.Getenv("MCP_CONFORMANCE_SCENARIO")
-	sc, ok := scenarios[name]
-	if !ok {
-		log.Fatalf("MCP_CONFORMANCE_SCENARIO: unknown scenario %q", name)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := run(ctx, os.Args[1], sc); err != nil {
+	var err error
+	if isAuth(name) {
+		err = runAuth(ctx, os.Args[1])
+	} else {
+		sc, ok := scenarios[name]
+		if !ok {
+			log.Fatalf("MCP_CONFORMANCE_SCENARIO: unknown scenario %q", name)
+		}
+		err = run(ctx, os.Args[1], sc, nil)
+	}
+	if err != nil {
 		log.Fatalf("scenario %q: %v", name, err)
 	}
 }
 
 // run connects a Supervisor to url, waits for its tool list and calls the
 // scenario's tool, then disposes the supervisor.
-func run(ctx context.Context, url string, sc scenario) (err error) {
+func run(ctx context.Context, url string, sc scenario, signIn auth.OAuthHandler) (err error) {
 	set := tools.NewSet(tools.Limits{})
 	sup, err := mcpkeep.New(mcpkeep.Options{
 		Name:           "conformance",
-		Opener:         &transport.HTTP{URL: url, Server: "conformance"},
+		Opener:         &transport.HTTP{URL: url, Server: "conformance", OAuth: signIn},
 		ConnectTimeout: 10 * time.Second,
 		// A scenario server that refuses the first connect is a failure
 		// to report, not to retry behind the suite's back.

@@ -10,14 +10,15 @@ import (
 )
 
 // TestReadResults: a scenario's verdict is its checks.json under the
-// suite's directory name; a FAILURE fails it, a WARNING does not, and a
+// suite's directory name (auth/x in a subdirectory); a FAILURE fails it,
+// a WARNING does not (strict counts it, for client scenarios), and a
 // scenario with no check passing has not passed.
 func TestReadResults(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, checks string) {
 		t.Helper()
 		d := filepath.Join(dir, name)
-		if err := os.Mkdir(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(d, "checks.json"), []byte(checks), 0o644); err != nil {
@@ -27,7 +28,8 @@ func TestReadResults(t *testing.T) {
 	write("server-ping-2026-12-01T22-26-19-503Z", `[{"id":"ping","status":"SUCCESS"},{"id":"x","status":"INFO"}]`)
 	write("server-elicitation-sep1330-enums-2026-12-01T22-26-20-424Z",
 		`[{"id":"a","status":"SUCCESS"},{"id":"general","status":"FAILURE","errorMessage":"Server did not request elicitation"}]`)
-	write("sse-retry-2026-12-01T22-27-24-257Z", `[{"id":"t","status":"SUCCESS"},{"id":"w","status":"WARNING"}]`)
+	write("sse-retry-2026-12-01T22-27-24-257Z", `[{"id":"t","status":"SUCCESS"},{"id":"w","status":"WARNING","description":"should"}]`)
+	write("auth/basic-cimd-2026-12-01T22-27-25-257Z", `[{"id":"t","status":"SUCCESS"}]`)
 	write("server-empty-2026-12-01T22-27-24-257Z", `[{"id":"i","status":"INFO"}]`)
 	if err := os.Mkdir(filepath.Join(dir, "not-a-result"), 0o755); err != nil {
 		t.Fatal(err)
@@ -39,8 +41,9 @@ func TestReadResults(t *testing.T) {
 	want := map[string]outcome{
 		"ping":                      {Passed: 1},
 		"elicitation-sep1330-enums": {Passed: 1, Failed: 1, Failures: []string{"general: Server did not request elicitation"}},
-		"sse-retry":                 {Passed: 1},
+		"sse-retry":                 {Passed: 1, Warnings: []string{"w: warning: should"}},
 		"empty":                     {},
+		"auth/basic-cimd":           {Passed: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("readResults = %#v\nwant %#v", got, want)
@@ -49,6 +52,9 @@ func TestReadResults(t *testing.T) {
 		if got[sc].ok() != ok {
 			t.Errorf("%s: ok() = %v, want %v", sc, !ok, ok)
 		}
+	}
+	if s := strict(got["sse-retry"]); s.ok() || !reflect.DeepEqual(s.Failures, []string{"w: warning: should"}) {
+		t.Errorf("strict(sse-retry) = %#v, want a failure", s)
 	}
 }
 

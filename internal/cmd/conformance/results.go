@@ -11,11 +11,13 @@ import (
 
 // An outcome is one scenario's verdict in one mode, from the suite's
 // checks.json: it passes when no check is a FAILURE (the suite's own
-// rule; WARNING and INFO checks do not fail it).
+// rule for server scenarios; WARNING and INFO checks do not fail it, but
+// the client scenarios count WARNINGs too, see clients).
 type outcome struct {
 	Passed, Failed int
-	// Failures are the failed checks, "id: message", for the report.
-	Failures []string
+	// Failures are the failed checks, "id: message", for the report;
+	// Warnings the WARNING checks, "id: warning: description".
+	Failures, Warnings []string
 }
 
 func (o outcome) ok() bool { return o.Failed == 0 && o.Passed > 0 }
@@ -25,6 +27,7 @@ type check struct {
 	ID           string `json:"id"`
 	Status       string `json:"status"`
 	ErrorMessage string `json:"errorMessage"`
+	Description  string `json:"description"`
 }
 
 // resultDir is the suite's name of one scenario's result directory,
@@ -32,29 +35,51 @@ type check struct {
 var resultDir = regexp.MustCompile(`^(?:server-)?(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
 
 // readResults reads every scenario's checks.json under dir, the suite's
-// -o directory of one run.
+// -o directory of one run. A scenario named with a slash (auth/x) has its
+// directory in a subdirectory (auth/x-<time>).
 func readResults(dir string) (map[string]outcome, error) {
+	out := map[string]outcome{}
+	return out, readResultsInto(out, dir, "")
+}
+
+func readResultsInto(out map[string]outcome, dir, prefix string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := map[string]outcome{}
 	for _, e := range ents {
-		m := resultDir.FindStringSubmatch(e.Name())
-		if !e.IsDir() || m == nil {
+		if !e.IsDir() {
 			continue
 		}
+		m := resultDir.FindStringSubmatch(e.Name())
+		if m == nil {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), "checks.json")); prefix == "" && err != nil {
+				if err := readResultsInto(out, filepath.Join(dir, e.Name()), e.Name()+"/"); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		m[1] = prefix + m[1]
 		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
 		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", m[1], err)
+			return fmt.Errorf("scenario %s: %w", m[1], err)
 		}
 		o, err := judge(b)
 		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %s: %w", m[1], filepath.Join(e.Name(), "checks.json"), err)
+			return fmt.Errorf("scenario %s: %s: %w", m[1], filepath.Join(prefix+e.Name(), "checks.json"), err)
 		}
 		out[m[1]] = o
 	}
-	return out, nil
+	return nil
+}
+
+// strict is o as the suite judges a client scenario: a WARNING fails it.
+func strict(o outcome) outcome {
+	o.Failed += len(o.Warnings)
+	o.Failures = append(o.Failures, o.Warnings...)
+	o.Warnings = nil
+	return o
 }
 
 func judge(checksJSON []byte) (outcome, error) {
@@ -70,6 +95,8 @@ func judge(checksJSON []byte) (outcome, error) {
 		case "FAILURE":
 			o.Failed++
 			o.Failures = append(o.Failures, c.ID+": "+c.ErrorMessage)
+		case "WARNING":
+			o.Warnings = append(o.Warnings, c.ID+": warning: "+c.Description)
 		}
 	}
 	return o, nil
