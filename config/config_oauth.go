@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/mcpkeep/mcpkeep/oauth"
@@ -21,9 +22,13 @@ type OAuth struct {
 	// CallbackPort is the loopback port of `mcpkeep auth login`'s
 	// redirect; 0 takes a free one (dynamic registration only).
 	CallbackPort int
+	// ClientMetadataURL ("clientMetadataUrl") is an https URL of a
+	// Client ID Metadata Document naming mcpkeep's client, used where the
+	// authorization server supports them.
+	ClientMetadataURL string
 }
 
-const oauthKeys = "clientId, clientSecretEnv, scopes, callbackPort"
+const oauthKeys = "clientId, clientSecretEnv, scopes, callbackPort, clientMetadataUrl"
 
 // oauthBlock parses "oauth": true, false (no sign-in) or an object.
 func (p *parser) oauthBlock(m member) (*OAuth, error) {
@@ -66,6 +71,11 @@ func (p *parser) oauthBlock(m member) (*OAuth, error) {
 					err = ruleError(f.path.index(i), "is not a valid scope")
 				}
 			}
+		case "clientMetadataUrl":
+			o.ClientMetadataURL, err = decodeString(f)
+			if u, perr := url.Parse(o.ClientMetadataURL); err == nil && (perr != nil || u.Scheme != "https" || u.Host == "") {
+				err = ruleError(f.path, "must be an https URL of a client metadata document")
+			}
 		case "callbackPort":
 			var n int64
 			n, err = decodeInt(f, 1, 65535)
@@ -92,6 +102,7 @@ func (s Server) Target() (t oauth.Target, ok bool) {
 	return oauth.Target{Server: s.Name, URL: s.URL, Client: oauth.Client{
 		ID: s.OAuth.ClientID, SecretEnv: s.OAuth.ClientSecretEnv,
 		Scopes: append([]string(nil), s.OAuth.Scopes...), CallbackPort: s.OAuth.CallbackPort,
+		MetadataURL: s.OAuth.ClientMetadataURL,
 	}}, true
 }
 
@@ -100,5 +111,5 @@ func (a *OAuth) equal(b *OAuth) bool {
 		return a == b
 	}
 	return a.ClientID == b.ClientID && a.ClientSecretEnv == b.ClientSecretEnv &&
-		equalStrings(a.Scopes, b.Scopes) && a.CallbackPort == b.CallbackPort
+		equalStrings(a.Scopes, b.Scopes) && a.CallbackPort == b.CallbackPort && a.ClientMetadataURL == b.ClientMetadataURL
 }
