@@ -1,6 +1,7 @@
 package mcpkeep
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -174,6 +175,14 @@ func (lc *lifecycle) onFailed(g *generation, m message, err error) {
 	g.failed = true
 	if g.activation {
 		lc.rememberNotComing()
+	}
+	if g.tg != nil {
+		// A handshake the server refused for want of a sign-in surfaces
+		// as a closed connection; the transport knows the cause (§22), and
+		// a strict Start returns it.
+		if c := g.tg.Exit().Cause; errors.Is(c, ErrSignInRequired) && !errors.Is(err, ErrSignInRequired) {
+			err = c
+		}
 	}
 	lc.enterLost(t, g, err)
 	lc.activationDone(err)

@@ -326,3 +326,36 @@ func webText(res *mcp.CallToolResult) (string, error) {
 	}
 	return tc.Text, nil
 }
+
+// TestHTTPSignInStrictStart: a strict Start of a server that needs a
+// sign-in returns the sign-in error, naming the command to run, not the
+// closed connection the SDK saw.
+func TestHTTPSignInStrictStart(t *testing.T) {
+	for _, era := range webEras {
+		t.Run(era.name, func(t *testing.T) {
+			as, err := authfixture.Listen(authfixture.EchoServer(), era.stateless, authfixture.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer as.Close()
+			target := oauth.Target{Server: "remote", URL: as.URL}
+			sup, err := New(Options{
+				Name: "remote",
+				Opener: &transport.HTTP{URL: as.URL, Server: "remote", ProbeInterval: webProbe,
+					OAuth: oauth.NewHandler(oauth.HandlerOptions{Target: target, Store: &oauth.Store{Dir: t.TempDir()}})},
+				Policy: webPolicy, ConnectTimeout: 5 * time.Second, FailOnStartupError: true,
+				Sink: tools.NewSet(tools.Limits{}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), webWait)
+			defer cancel()
+			err = sup.Start(ctx)
+			if !errors.Is(err, ErrSignInRequired) || !strings.Contains(err.Error(), "mcpkeep auth login remote") {
+				t.Errorf("strict Start: %v, want the sign-in error", err)
+			}
+			_ = sup.Dispose(ctx)
+		})
+	}
+}
