@@ -53,6 +53,9 @@ type Server struct {
 		// roots refreshes.
 		sessions map[*mcp.ServerSession]bool
 		roots    map[*mcp.ServerSession]*rootsState
+		// closing: Shutdown waits for the session goroutines; no more
+		// start (goLocked).
+		closing bool
 	}
 	sessionsWG sync.WaitGroup // watch and roots goroutines
 }

@@ -123,14 +123,27 @@ func (s *Server) watch(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	seen := s.mu.sessions[ss]
 	s.mu.sessions[ss] = true
-	s.mu.Unlock()
-	if seen {
+	if seen || !s.goLocked() {
+		s.mu.Unlock()
 		return
 	}
-	s.sessionsWG.Go(func() {
+	s.mu.Unlock()
+	go func() {
+		defer s.sessionsWG.Done()
 		_ = ss.Wait()
 		s.forget(ss)
-	})
+	}()
+}
+
+// goLocked counts a session goroutine in, unless Shutdown already waits
+// for them (a WaitGroup must not grow from zero while waited on).
+// Server.mu is held.
+func (s *Server) goLocked() bool {
+	if s.mu.closing {
+		return false
+	}
+	s.sessionsWG.Add(1)
+	return true
 }
 
 // forget drops a session that ended: its level (the servers fall back to
@@ -197,9 +210,14 @@ func (s *Server) refreshRoots(ss *mcp.ServerSession) {
 		s.mu.Unlock()
 		return
 	}
+	if !s.goLocked() {
+		s.mu.Unlock()
+		return
+	}
 	r.running = true
 	s.mu.Unlock()
-	s.sessionsWG.Go(func() { // never call the host from its own notification handler
+	go func() { // never call the host from its own notification handler
+		defer s.sessionsWG.Done()
 		for {
 			s.fetchRoots(ss)
 			s.mu.Lock()
@@ -211,7 +229,7 @@ func (s *Server) refreshRoots(ss *mcp.ServerSession) {
 			r.dirty = false
 			s.mu.Unlock()
 		}
-	})
+	}()
 }
 
 // rootsState is one session's roots refresh (under Server.mu).

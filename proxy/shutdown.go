@@ -36,6 +36,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, ctx.Err())
 		}
 	}
+	s.mu.Lock()
+	s.mu.closing = true
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.sessionsWG.Wait(); close(done) }()
 	select {
