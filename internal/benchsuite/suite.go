@@ -146,6 +146,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		st  *startupResult
 		ic  *idleCallResult
 		ss  *sessionsResult
+		sh  *sharingResult
 		br  *binaryResult
 		err error
 	)
@@ -205,6 +206,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if ss, err = runSessions(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("host sessions: %w", err)
 			}
+			cfg.progress("section 7: what sharing saves (%d host sessions × %d servers)", shareSessions, shareServers)
+			if sh, err = runSharing(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("sharing: %w", err)
+			}
 		}
 		if cfg.wants("startup") {
 			cfg.progress("section 9: startup of %d servers", cfg.StartupServers)
@@ -248,6 +253,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if ss != nil {
 		sessionRows(rep, ss)
+		if sh != nil {
+			sharingRows(rep, sh)
+		}
 	}
 	if rr != nil {
 		relayRows(rep, rr, cfg)
