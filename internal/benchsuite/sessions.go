@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/internal/benchsuite/probe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -81,33 +82,12 @@ func sessionsOf(ctx context.Context, b *proxyBuild, m int) ([]sessionCell, error
 	if err := writeConfig(cfgPath, servers); err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	lp, err := startListening(ctx, b, cfgPath, fmt.Sprintf("sessions-%d", m))
 	if err != nil {
 		return nil, err
 	}
-	probeFile := filepath.Join(b.dir, fmt.Sprintf("sessions-%d.probe", m))
-	cmd := exec.Command(b.bin, "proxy", "--config", cfgPath, "--log-level", "warn", "--listen", addr)
-	stderr := &tail{}
-	cmd.Env, cmd.Stderr = append(os.Environ(), "MCPKEEP_BENCH_PROBE="+probeFile), stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(waitLimit):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	pc, err := waitProbe(ctx, probeFile)
-	if err != nil {
-		return nil, fmt.Errorf("%w (stderr: %s)", err, stderr)
-	}
-	defer pc.close()
+	defer lp.stop()
+	addr, pc, stderr, cmd := lp.addr, lp.pc, lp.stderr, lp.cmd
 
 	endpoint := "http://" + addr + "/mcp"
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-host", Version: "1.0.0"}, nil)
@@ -215,4 +195,51 @@ func sessionRows(rep *Report, sr *sessionsResult) {
 		"of M fixture servers; N go-sdk hosts connect over Streamable HTTP, initialize and list the tools, then stay "+
 		"idle with their standalone streams open; the proxy's VmRSS after it collected and returned freed memory to "+
 		"the OS (debug.FreeOSMemory through the probe), for N = %v and M = %v.", sessionCounts, sessionServers)
+}
+
+// listening is a `mcpkeep proxy --listen` of the bench's build, with its
+// probe.
+type listening struct {
+	addr   string
+	cmd    *exec.Cmd
+	pc     *probeClient
+	stderr *tail
+}
+
+// startListening starts the proxy of cfgPath on a free loopback port
+// (name names its probe file) and waits for its probe.
+func startListening(ctx context.Context, b *proxyBuild, cfgPath, name string, extra ...string) (*listening, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	probeFile := filepath.Join(b.dir, name+".probe")
+	args := append([]string{"proxy", "--config", cfgPath, "--log-level", "warn", "--listen", addr}, extra...)
+	cmd := exec.Command(b.bin, args...)
+	lp := &listening{addr: addr, cmd: cmd, stderr: &tail{}}
+	cmd.Env, cmd.Stderr = append(os.Environ(), probe.Env+"="+probeFile), lp.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	if lp.pc, err = waitProbe(ctx, probeFile); err != nil {
+		lp.stop()
+		return nil, fmt.Errorf("%w (stderr: %s)", err, lp.stderr)
+	}
+	return lp, nil
+}
+
+// stop interrupts the proxy and waits for it, bounded.
+func (lp *listening) stop() {
+	if lp.pc != nil {
+		lp.pc.close()
+	}
+	_ = lp.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = lp.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		_ = lp.cmd.Process.Kill()
+		<-done
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpkeep/mcpkeep/internal/benchsuite/probe"
 	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -97,33 +96,12 @@ func sharingProxy(ctx context.Context, b *proxyBuild, cacheDir string, lazy bool
 	if err := writeConfig(cfgPath, servers); err != nil {
 		return 0, 0, err
 	}
-	addr, err := freeAddr()
+	lp, err := startListening(ctx, b, cfgPath, fmt.Sprintf("sharing-lazy-%v", lazy), "--cache-dir", cacheDir)
 	if err != nil {
 		return 0, 0, err
 	}
-	probeFile := filepath.Join(b.dir, fmt.Sprintf("sharing-lazy-%v.probe", lazy))
-	cmd := exec.Command(b.bin, "proxy", "--config", cfgPath, "--log-level", "warn", "--listen", addr, "--cache-dir", cacheDir)
-	stderr := &tail{}
-	cmd.Env, cmd.Stderr = append(os.Environ(), probe.Env+"="+probeFile), stderr
-	if err := cmd.Start(); err != nil {
-		return 0, 0, err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(waitLimit):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	pc, err := waitProbe(ctx, probeFile)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w (stderr: %s)", err, stderr)
-	}
-	defer pc.close()
+	defer lp.stop()
+	addr, pc, stderr, cmd := lp.addr, lp.pc, lp.stderr, lp.cmd
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-host", Version: "1.0.0"}, nil)
 	var sessions []*mcp.ClientSession
 	defer func() {
