@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -220,5 +221,57 @@ func TestFailedFirstSubscribeKeepsTheSecond(t *testing.T) {
 	r.srv.mu.Unlock()
 	if st == nil || len(st.sessions) != 1 {
 		t.Errorf("after a failed first subscribe the second session's subscription is gone: %+v", st)
+	}
+}
+
+// TestRootsRefreshOneAtATime (docs/design.md §19): a legacy host's
+// roots/list_changed storm costs one roots/list at a time, and a change
+// during one is fetched once more afterwards (before: a goroutine and a
+// fetch per notification, answers applied in any order).
+func TestRootsRefreshOneAtATime(t *testing.T) {
+	r := newRig(t, Options{}, "rt")
+	var inFlight, most, total atomic.Int32
+	gate := make(chan struct{})
+	client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "0"}, nil)
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "roots/list" {
+				return next(ctx, method, req)
+			}
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			if total.Add(1) == 2 {
+				<-gate // the second fetch (the first change's) is held
+			}
+			return next(ctx, method, req)
+		}
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///r0"})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- r.srv.Serve(ctx, st) }()
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(); cancel(); <-served }()
+	r.waitApplied()
+	waitFor(t, "the roots at initialized", func() bool { return total.Load() >= 1 && inFlight.Load() == 0 })
+	client.AddRoots(&mcp.Root{URI: "file:///r1"})
+	waitFor(t, "the held fetch", func() bool { return total.Load() == 2 })
+	for i := range 20 { // a storm while a fetch is held
+		client.AddRoots(&mcp.Root{URI: fmt.Sprintf("file:///s%d", i)})
+	}
+	close(gate)
+	waitFor(t, "the storm's one more fetch", func() bool { return total.Load() >= 3 && inFlight.Load() == 0 })
+	// 22 notifications: a fetch each before; now one at a time, and a few
+	// in all (the storm's notifications reach the proxy while a fetch runs,
+	// or just after it).
+	if most.Load() != 1 || total.Load() > 8 {
+		t.Errorf("roots/list: %d at most at once, %d in all for 22 changes; want 1 at once, a few in all", most.Load(), total.Load())
 	}
 }
