@@ -209,6 +209,17 @@ func TestFailedFirstSubscribeKeepsTheSecond(t *testing.T) {
 	waitFor(t, "the first subscribe at the server", func() bool { return n.Load() == 1 })
 	second := make(chan error, 1)
 	go func() { second <- b.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://sub/doc"}) }()
+	// The second subscribe has reached the proxy: it waits on the URI's
+	// entry, or (as before the fix) it already returned.
+	waitFor(t, "the second subscribe at the proxy", func() bool {
+		if len(second) > 0 {
+			return true
+		}
+		r.srv.mu.Lock()
+		defer r.srv.mu.Unlock()
+		st := r.srv.mu.subs["mem://sub/doc"]
+		return st != nil && st.refs == 2
+	})
 	close(gate)
 	if err := <-first; err == nil {
 		t.Error("the first subscribe succeeded though its server refused it")
