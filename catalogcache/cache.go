@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/internal/privatefile"
 )
 
 // ErrUnusable: a cache file exists but cannot be used (corrupt, of another
@@ -113,33 +114,11 @@ func (s *Store) Save(e *Entry) error {
 	if err != nil {
 		return fmt.Errorf("catalog cache %s: %w", s.path, err)
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return fmt.Errorf("catalog cache: %w", err)
-	}
-	f, err := os.CreateTemp(s.dir, "."+s.name+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("catalog cache: %w", err)
-	}
-	tmp := f.Name()
-	// CreateTemp makes the file 0600 already; Chmod says so for umasks
-	// and platforms that differ.
-	if err := errors.Join(f.Chmod(0o600), write(f, b), f.Close()); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("catalog cache %s: %w", s.path, err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		os.Remove(tmp)
+	if err := privatefile.Write(s.path, b); err != nil {
 		return fmt.Errorf("catalog cache %s: %w", s.path, err)
 	}
 	s.removeStale()
 	return nil
-}
-
-func write(f *os.File, b []byte) error {
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	return f.Sync()
 }
 
 // removeStale removes the entries of earlier identities of the same name

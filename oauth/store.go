@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/internal/privatefile"
 	"golang.org/x/oauth2"
 )
 
@@ -135,35 +136,11 @@ func (s *Store) load(path string) (*Entry, time.Time, error) {
 
 // Save writes e atomically with mode 0600, creating the directory (0700).
 func (s *Store) Save(e *Entry) error {
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return fmt.Errorf("oauth: token store: %w", err)
-	}
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return fmt.Errorf("oauth: token store: %w", err)
 	}
-	path := s.path(e.URL, e.ConfigClientID)
-	tmp, err := os.CreateTemp(s.Dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("oauth: token store: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("oauth: token store: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("oauth: token store: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("oauth: token store: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("oauth: token store: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := privatefile.Write(s.path(e.URL, e.ConfigClientID), data); err != nil {
 		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	return nil
