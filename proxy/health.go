@@ -181,7 +181,7 @@ func (h *Health) Handler(pool func() *mcpkeep.Pool, token string) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		rep := h.Readiness(pool())
-		if !localRequest(r) && (token == "" || r.Header.Get("Authorization") != "Bearer "+token) {
+		if !localRequest(r) && !carriesToken(r, token) {
 			for i := range rep.Servers {
 				rep.Servers[i].LastError = ""
 			}
@@ -235,7 +235,13 @@ func loopbackHost(hostport string) bool {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.Trim(host, "[]")
+	return IsLoopback(strings.Trim(host, "[]"))
+}
+
+// IsLoopback reports whether host (a name or an IP, no port) is this
+// machine: "localhost" or a loopback address. Off loopback the proxy
+// wants a token (docs/design.md §16).
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

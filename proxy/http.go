@@ -53,21 +53,26 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 	return mux, nil
 }
 
-// bearer requires the token when one is set, compared in constant time.
+// bearer requires the token when one is set.
 func bearer(token string, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
-	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		if !carriesToken(r, token) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// carriesToken reports whether r carries "Authorization: Bearer token"
+// (token not empty), compared in constant time.
+func carriesToken(r *http.Request, token string) bool {
+	got := []byte(r.Header.Get("Authorization"))
+	return token != "" && subtle.ConstantTimeCompare(got, []byte("Bearer "+token)) == 1
 }
 
 // OpsHandler serves /healthz and /readyz alone (for a listener without

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/spf13/pflag"
 )
 
@@ -67,7 +68,7 @@ func (l *listenOpts) check() error {
 		// token is for hosts, never for them (docs/design.md §19).
 		_ = os.Unsetenv(l.tokenEnv)
 	}
-	if !loopback(host) && l.token == "" {
+	if !proxy.IsLoopback(host) && l.token == "" {
 		return fmt.Errorf("--listen: %q is not a loopback address: give --auth-token-env VAR so only holders of the token are served", l.addr)
 	}
 	for _, o := range l.origins {
@@ -76,14 +77,6 @@ func (l *listenOpts) check() error {
 		}
 	}
 	return nil
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // listenAndServe binds addr and serves h on it; the returned server's
