@@ -1,7 +1,6 @@
 package mcpkeep
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -176,15 +175,9 @@ func (lc *lifecycle) onFailed(g *generation, m message, err error) {
 	if g.activation {
 		lc.rememberNotComing()
 	}
-	if g.tg != nil {
-		// A handshake the server refused for want of a sign-in surfaces
-		// as a closed connection; the transport knows the cause (§22), and
-		// a strict Start returns it.
-		if c := g.tg.Exit().Cause; errors.Is(c, ErrSignInRequired) && !errors.Is(err, ErrSignInRequired) {
-			err = c
-		}
-	}
-	lc.enterLost(t, g, err)
+	// A handshake refused for want of a sign-in surfaces as a closed
+	// connection; a strict Start returns the cause.
+	lc.enterLost(t, g, signInCause(g, err))
 	lc.activationDone(err)
 	if g.activation && lc.opts.FailOnStartupError {
 		lc.onDispose(message{kind: mDispose})

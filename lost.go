@@ -141,14 +141,7 @@ func (lc *lifecycle) checkBarrier(g *generation) {
 // onReleased: the lost generation is closed; retry, give up, or wait for
 // a manual reconnect, as the guards on released decide.
 func (lc *lifecycle) onReleased(g *generation) {
-	if g.tg != nil {
-		// A generation that ended itself because the server wants a
-		// sign-in says so here; the error its loss surfaced may not
-		// (the SDK flattens some errors).
-		if c := g.tg.Exit().Cause; errors.Is(c, ErrSignInRequired) && !errors.Is(lc.lastErr, ErrSignInRequired) {
-			lc.lastErr = c
-		}
-	}
+	lc.lastErr = signInCause(g, lc.lastErr)
 	t, ok := lc.fire(fsm.Released, of(g))
 	if !ok {
 		return
@@ -190,4 +183,17 @@ func (lc *lifecycle) onTermWindow(m message) {
 		slog.Int("attempt", lc.budget.Attempt()), slog.Int("max_attempts", lc.opts.policy.MaxAttempts),
 		slog.Any("err", lc.lastErr))
 	lc.emit(t, g, lc.lastErr)
+}
+
+// signInCause is err, or the sign-in its transport ended g for when err
+// does not say so: the SDK flattens the handler's error into a closed
+// connection, the transport keeps the cause (docs/design.md §22).
+func signInCause(g *generation, err error) error {
+	if g.tg == nil || errors.Is(err, ErrSignInRequired) {
+		return err
+	}
+	if c := g.tg.Exit().Cause; errors.Is(c, ErrSignInRequired) {
+		return c
+	}
+	return err
 }
