@@ -22,13 +22,7 @@ import (
 // the SDK debounces into one list_changed for the host, and an unchanged
 // relist emits nothing (the Catalog delivers no change).
 type catalogMirror struct {
-	srv  *mcp.Server
-	pool func() *mcpkeep.Pool
-	host *hostLink
-	log  *slog.Logger
-	// observe and track as upstream's.
-	observe func(server, method string, start time.Time, err error)
-	track   func(context.Context) (context.Context, func())
+	*relayPath
 
 	// exposed is what each server has on the proxy's server, by key
 	// (prompt public name, URI, URI template) and canonical definition.
@@ -42,11 +36,10 @@ type catalogMirror struct {
 	templateOwners map[string]int
 }
 
-func newCatalogMirror(srv *mcp.Server, pool func() *mcpkeep.Pool, host *hostLink, log *slog.Logger) *catalogMirror {
-	return &catalogMirror{srv: srv, pool: pool, host: host, log: log,
+func newCatalogMirror(rp *relayPath) *catalogMirror {
+	return &catalogMirror{relayPath: rp,
 		prompts: map[string]map[string]string{}, resources: map[string]map[string]string{}, templates: map[string]map[string]string{},
-		uriOwners: map[string]int{}, templateOwners: map[string]int{},
-		observe: func(string, string, time.Time, error) {}, track: untracked}
+		uriOwners: map[string]int{}, templateOwners: map[string]int{}}
 }
 
 func (c *catalogMirror) apply(ch tools.CatalogChange) {

@@ -17,7 +17,7 @@ import (
 // definition the SDK refuses is not left exposed in its old form.
 func TestChangedToolTheSDKRefusesLeaves(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpkeep", Version: "test"}, nil)
-	u := newUpstream(srv, nil, &hostLink{}, slog.New(slog.DiscardHandler))
+	u := newUpstream(newRelayPath(srv, nil, &hostLink{}, slog.New(slog.DiscardHandler)))
 	good := tools.Tool{PublicName: "s__t", Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	bad := good
 	bad.InputSchema = json.RawMessage(`{"type":"string"}`) // the SDK panics: not an object

@@ -104,11 +104,9 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.host = &hostLink{log: log, srv: s.srv}
 	s.host.updates.srv = s.srv
 	s.host.bridges.base = s.ctx
-	s.up = newUpstream(s.srv, s.getPool, s.host, log)
-	s.up.observe = s.observeRequest
-	s.cat = newCatalogMirror(s.srv, s.getPool, s.host, log)
-	s.cat.observe = s.observeRequest
-	s.up.track, s.cat.track = s.track, s.track
+	rp := newRelayPath(s.srv, s.getPool, s.host, log)
+	rp.observe, rp.track = s.observeRequest, s.track
+	s.up, s.cat = newUpstream(rp), newCatalogMirror(rp)
 	s.srv.AddReceivingMiddleware(s.middleware)
 	return s
 }

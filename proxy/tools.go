@@ -26,6 +26,20 @@ import (
 // identical list emits no change at all, so a server that recovers with
 // the same tools never makes the host's list flap.
 type upstream struct {
+	*relayPath
+
+	mu      sync.Mutex
+	exposed map[string]map[string]tools.Tool // server → public name → tool
+}
+
+func newUpstream(rp *relayPath) *upstream {
+	return &upstream{relayPath: rp, exposed: map[string]map[string]tools.Tool{}}
+}
+
+// relayPath is what the tools and catalog mirrors share: the front they
+// mirror onto, the pool their handlers call, the host link, and how a
+// relayed request is counted and tracked.
+type relayPath struct {
 	srv  *mcp.Server
 	pool func() *mcpkeep.Pool
 	host *hostLink
@@ -34,13 +48,12 @@ type upstream struct {
 	// (see Server.track).
 	observe func(server, method string, start time.Time, err error)
 	track   func(context.Context) (context.Context, func())
-
-	mu      sync.Mutex
-	exposed map[string]map[string]tools.Tool // server → public name → tool
 }
 
-func newUpstream(srv *mcp.Server, pool func() *mcpkeep.Pool, host *hostLink, log *slog.Logger) *upstream {
-	return &upstream{srv: srv, pool: pool, host: host, log: log, exposed: map[string]map[string]tools.Tool{},
+// newRelayPath counts and tracks nothing (a mirror without a Server:
+// tests); Server sets both.
+func newRelayPath(srv *mcp.Server, pool func() *mcpkeep.Pool, host *hostLink, log *slog.Logger) *relayPath {
+	return &relayPath{srv: srv, pool: pool, host: host, log: log,
 		observe: func(string, string, time.Time, error) {}, track: untracked}
 }
 

@@ -46,7 +46,7 @@ func newUpstreamHost(t *testing.T, pool *mcpkeep.Pool, set *tools.Set) *upstream
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpkeep", Version: "test"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	up := newUpstream(srv, func() *mcpkeep.Pool { return pool }, &hostLink{}, slog.New(slog.DiscardHandler))
+	up := newUpstream(newRelayPath(srv, func() *mcpkeep.Pool { return pool }, &hostLink{}, slog.New(slog.DiscardHandler)))
 	t.Cleanup(set.Subscribe(up.apply))
 	h := &upstreamHost{set: set}
 	st, ct := mcp.NewInMemoryTransports()
