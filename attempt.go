@@ -44,7 +44,9 @@ func (s *Supervisor) attempt(g *generation) {
 	}
 	cs, err := g.client.Connect(g.ctx, peerTransport{tg.Transport(), g}, sopts)
 	if err != nil {
-		s.send(message{kind: mAttempt, gen: g.n, err: fmt.Errorf("handshake: %w", err)})
+		// A handshake refused for want of a sign-in surfaces as a closed
+		// connection; a strict Start returns the cause.
+		s.send(message{kind: mAttempt, gen: g.n, err: signInCause(tg, fmt.Errorf("handshake: %w", err))})
 		return
 	}
 	g.modern = modern(cs)

@@ -175,9 +175,7 @@ func (lc *lifecycle) onFailed(g *generation, m message, err error) {
 	if g.activation {
 		lc.rememberNotComing()
 	}
-	// A handshake refused for want of a sign-in surfaces as a closed
-	// connection; a strict Start returns the cause.
-	lc.enterLost(t, g, signInCause(g, err))
+	lc.enterLost(t, g, err)
 	lc.activationDone(err)
 	if g.activation && lc.opts.FailOnStartupError {
 		lc.onDispose(message{kind: mDispose})

@@ -141,7 +141,9 @@ func (lc *lifecycle) checkBarrier(g *generation) {
 // onReleased: the lost generation is closed; retry, give up, or wait for
 // a manual reconnect, as the guards on released decide.
 func (lc *lifecycle) onReleased(g *generation) {
-	lc.lastErr = signInCause(g, lc.lastErr)
+	if g.tg != nil {
+		lc.lastErr = signInCause(g.tg, lc.lastErr)
+	}
 	t, ok := lc.fire(fsm.Released, of(g))
 	if !ok {
 		return
@@ -185,14 +187,14 @@ func (lc *lifecycle) onTermWindow(m message) {
 	lc.emit(t, g, lc.lastErr)
 }
 
-// signInCause is err, or the sign-in its transport ended g for when err
+// signInCause is err, or the sign-in its transport ended for when err
 // does not say so: the SDK flattens the handler's error into a closed
 // connection, the transport keeps the cause (docs/design.md §22).
-func signInCause(g *generation, err error) error {
-	if g.tg == nil || errors.Is(err, ErrSignInRequired) {
+func signInCause(tg transport.Generation, err error) error {
+	if errors.Is(err, ErrSignInRequired) {
 		return err
 	}
-	if c := g.tg.Exit().Cause; errors.Is(c, ErrSignInRequired) {
+	if c := tg.Exit().Cause; errors.Is(c, ErrSignInRequired) {
 		return c
 	}
 	return err
