@@ -310,6 +310,13 @@ func (g *generation) settle(ctx context.Context, server string, err error) (sent
 	}
 	if ctx.Err() == nil && connectionEnded(g, err) {
 		err = fmt.Errorf("mcpkeep: server %q gen %d: %w: %w", server, g.n, ErrConnectionLost, err)
+		// A generation that ended itself for a sign-in (a 401 or 403 in
+		// this very call, say) tells its caller what to do (§22).
+		if g.tg != nil {
+			if c := signInCause(g.tg, nil); c != nil {
+				err = fmt.Errorf("%w (%w)", err, c)
+			}
+		}
 	}
 	return true, err
 }

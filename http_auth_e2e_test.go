@@ -279,7 +279,11 @@ func TestHTTPSignIn(t *testing.T) {
 
 			r.as.RevokeRefresh()
 			r.as.ExpireAccess()
-			_, _ = r.call("revoked") // the 401 that the refresh cannot answer
+			// The 401 that the refresh cannot answer: the call says what to do,
+			// whether it failed on the 401 or as lost with its generation.
+			if _, err := r.call("revoked"); !errors.Is(err, ErrSignInRequired) {
+				t.Errorf("the call that met the refused refresh: %v, want the sign-in error", err)
+			}
 			r.signedOut(gen)
 			if _, err := r.store.Load(r.target.URL, ""); !errors.Is(err, oauth.ErrNotSignedIn) {
 				t.Fatalf("the refused token is still stored: %v", err)
