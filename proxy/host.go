@@ -128,10 +128,16 @@ func (h *hostLink) route(ctx context.Context, server string) (ss *mcp.ServerSess
 	if v, ok := ctx.Value(carrierKey{}).(via); ok {
 		return v.session, v.bridge, nil
 	}
+	// A session that ended (its host went away mid-call, its handler
+	// not yet returned) carries nothing and makes nothing ambiguous.
+	live := map[*mcp.ServerSession]bool{}
+	for ss := range h.srv.Sessions() {
+		live[ss] = true
+	}
 	h.mu.Lock()
-	legacy := slices.Clone(h.inflight[server])
+	legacy := slices.DeleteFunc(slices.Clone(h.inflight[server]), func(c *carrier) bool { return !live[c.session] })
 	h.mu.Unlock()
-	bridged := h.bridges.of(server)
+	bridged := slices.DeleteFunc(h.bridges.of(server), func(b *bridge) bool { return !live[b.host()] })
 	sessions := map[*mcp.ServerSession]bool{}
 	for _, c := range legacy {
 		sessions[c.session] = true
