@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -265,15 +263,14 @@ func (p *parser) checkEnv(ms []member) {
 }
 
 func (p *parser) warnUnset(path jsonPath, v string) {
-	var missing []string
-	os.Expand(v, func(name string) string {
-		if _, ok := p.lookup(name); !ok && !slices.Contains(missing, name) {
-			missing = append(missing, name)
+	names, problems := transport.EnvRefs(v)
+	for _, name := range names {
+		if _, ok := p.lookup(name); !ok {
+			p.warn(path, "${%s} is not set in the environment; it expands to \"\"", name)
 		}
-		return ""
-	})
-	for _, name := range missing {
-		p.warn(path, "${%s} is not set in the environment; it expands to \"\"", name)
+	}
+	for _, problem := range problems {
+		p.warn(path, "%s", problem)
 	}
 }
 

@@ -342,3 +342,23 @@ func TestConfigServerNameRule(t *testing.T) {
 		}
 	}
 }
+
+// A "$$" is a literal "$" and warns of nothing; an unterminated "${" or a
+// "${...}" without a name is kept as written and warned about, so a
+// password with a "$" in it is not silently cut (docs/design.md §11).
+func TestConfigDollarEscapes(t *testing.T) {
+	_, warns, err := Parse([]byte(`{"mcpServers":{
+	  "a":{"command":"x","env":{"PASS":"pa$$w0rd","OPEN":"x${HOME","BAD":"${1x}","LONE":"cost 5$"}}}}`),
+		envOf(map[string]string{"HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := warningPaths(warns), "mcpServers.a.env.OPEN mcpServers.a.env.BAD"; got != want {
+		t.Errorf("warnings at %q, want %q: %v", got, want, warns)
+	}
+	for _, w := range warns {
+		if !strings.Contains(w.Message, "kept as written") {
+			t.Errorf("warning %q does not say the value is kept", w)
+		}
+	}
+}

@@ -120,9 +120,9 @@ func (s *Stdio) environ() []string {
 }
 
 // ExpandEnv returns a copy of m whose values have ${VAR} and $VAR expanded
-// with lookup (os.Expand semantics; a variable lookup does not find
-// expands to ""). A nil lookup means os.LookupEnv. Values are not expanded
-// recursively and do not see each other.
+// with lookup, and "$$" turned into "$" (see expandVars; a variable lookup
+// does not find expands to ""). A nil lookup means os.LookupEnv. Values
+// are not expanded recursively and do not see each other.
 func ExpandEnv(m map[string]string, lookup func(string) (string, bool)) map[string]string {
 	if m == nil {
 		return nil
@@ -136,7 +136,7 @@ func ExpandEnv(m map[string]string, lookup func(string) (string, bool)) map[stri
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[k] = os.Expand(v, get)
+		out[k] = expandVars(v, get)
 	}
 	return out
 }
