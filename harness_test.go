@@ -57,8 +57,10 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
 func (r *recorder) WithGroup(string) slog.Handler      { return r }
 
-// policy used by most rows: 1 s, 2 s, 4 s, 4 s … with 4 attempts.
-var testPolicy = backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 4}
+// policy used by most rows: 1 s, 2 s, 4 s, 4 s … with 4 attempts. Its stability
+// window is set to maxDelay, under the derived floor (backoff.MinStability),
+// so the rows stay short; TestStabilityFloorEndsACrashLoop covers the floor.
+var testPolicy = backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 4, Stability: 4 * time.Second}
 
 // testingT is what the harness needs of a test; the model test passes a
 // soft implementation that records the failure for rapid.

@@ -33,7 +33,7 @@ const (
 )
 
 // rigPolicy: retries after 1 s, 2 s, 4 s, 4 s on the mock clock.
-var rigPolicy = backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 4}
+var rigPolicy = backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 4 * time.Second, MaxAttempts: 4, Stability: 4 * time.Second}
 
 // rigServer is server name's configuration; configurations of one name
 // with different variants are not Equal (a change for Apply).

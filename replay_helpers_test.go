@@ -264,7 +264,7 @@ func (r *replayRun) deadline(e trace.Event) time.Duration {
 	case fsm.RetryDue:
 		return last.Offset + last.NextRetry
 	case fsm.Stable:
-		return replayEntered(got, fsm.Established) + time.Duration(cfg.Policy.MaxDelayMs)
+		return replayEntered(got, fsm.Established) + cfg.Policy.Backoff().StabilityWindow()
 	case fsm.Failed: // connect timeout
 		return replayEntered(got, fsm.Connecting) + time.Duration(cfg.ConnectTimeoutMs)
 	case fsm.Stuck:
@@ -296,7 +296,7 @@ func (r *replayRun) pending() time.Duration {
 				return -1 // fired already
 			}
 		}
-		return replayEntered(got, fsm.Established) + time.Duration(cfg.Policy.MaxDelayMs)
+		return replayEntered(got, fsm.Established) + cfg.Policy.Backoff().StabilityWindow()
 	case fsm.Lost:
 		return replayEntered(got, fsm.Lost) + time.Duration(cfg.TerminationWindowMs)
 	case fsm.Draining:

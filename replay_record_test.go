@@ -39,7 +39,7 @@ const recordGrace = 100 * time.Millisecond
 
 // recordPolicy: delays 100, 200, 400 ms, three retries, stability window
 // 400 ms, no jitter.
-var recordPolicy = backoff.Policy{Enabled: true, InitialDelay: 100 * time.Millisecond, MaxDelay: 400 * time.Millisecond, MaxAttempts: 3}
+var recordPolicy = backoff.Policy{Enabled: true, InitialDelay: 100 * time.Millisecond, MaxDelay: 400 * time.Millisecond, MaxAttempts: 3, Stability: 400 * time.Millisecond}
 
 type recordScenario struct {
 	name, about string
@@ -75,7 +75,7 @@ var recordScenarios = []recordScenario{
 		}},
 	{name: "dispose-during-backoff", about: "the crash tool kills gen 1; the supervisor is disposed while it waits 2 s to retry",
 		modes: []string{"normal"},
-		opts:  func(o *Options) { o.Policy.InitialDelay, o.Policy.MaxDelay = 2*time.Second, 4*time.Second },
+		opts:  func(o *Options) { o.Policy.InitialDelay, o.Policy.MaxDelay, o.Policy.Stability = 2*time.Second, 4*time.Second, 4*time.Second },
 		run: func(r *traceRecording) {
 			r.start()
 			r.call("crash")

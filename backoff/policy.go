@@ -13,12 +13,17 @@ type Policy struct {
 	Enabled bool
 	// InitialDelay is the wait before retry 1 of an outage.
 	InitialDelay time.Duration
-	// MaxDelay caps every wait and is also the stability window.
+	// MaxDelay caps every wait.
 	MaxDelay time.Duration
 	// MaxAttempts is the number of retries an outage may spend.
 	MaxAttempts int
 	// Jitter j in [0,1] shortens each wait by up to the fraction j.
 	Jitter float64
+	// Stability is how long a connection must stay established for its
+	// outage to count as over (see StabilityWindow). Zero derives it:
+	// MaxDelay, but never less than MinStability. Set, it must be at
+	// least MaxDelay.
+	Stability time.Duration
 }
 
 // Upper bounds enforced by Resolve. They keep a give-up reachable in human
@@ -27,6 +32,14 @@ const (
 	MaxMaxDelay    = 24 * time.Hour
 	MaxMaxAttempts = 1_000_000
 )
+
+// MinStability is the floor of a derived stability window. A window of
+// maxDelay alone let a policy with a short cap (maxDelay 1 s) restart a
+// server that dies 1.5 s after every connect forever, each restart at
+// attempt 1: the budget never ran out. With the floor such a loop
+// restarts at most about twice a minute before it counts, whatever the
+// cap (docs/design.md §5).
+const MinStability = 30 * time.Second
 
 // Default is the stdio policy: 500ms doubling to 30s, 10 retries (about 2.5
 // minutes, then give up), no jitter. A local child process has no thundering
@@ -51,8 +64,11 @@ func DefaultHTTP() Policy {
 }
 
 // StabilityWindow is how long a connection must stay established before the
-// outage counts as over and the budget resets. It is MaxDelay, derived rather
-// than configured; see the package doc for why.
+// outage counts as over and the budget resets: Stability when set, else
+// MaxDelay floored at MinStability; see the package doc for why.
 func (p Policy) StabilityWindow() time.Duration {
-	return p.MaxDelay
+	if p.Stability > 0 {
+		return p.Stability
+	}
+	return max(p.MaxDelay, MinStability)
 }

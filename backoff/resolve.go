@@ -34,6 +34,7 @@ func (e *FieldError) Unwrap() error { return ErrInvalidPolicy }
 //	0 < maxDelay, initialDelay <= maxDelay <= 24h
 //	1 <= maxAttempts <= 1e6
 //	0 <= jitter <= 1 (NaN rejected)
+//	stability 0 (derived), or maxDelay <= stability <= 24h
 //
 // Bounds are checked even when Enabled is false. The checks run in the order
 // above and the first violation is returned as a *FieldError (wrapping
@@ -68,6 +69,14 @@ func (p Policy) check() *FieldError {
 		return &FieldError{"jitter", p.Jitter, "must be >= 0"}
 	case p.Jitter > 1:
 		return &FieldError{"jitter", p.Jitter, "must be <= 1"}
+	case p.Stability < 0:
+		return &FieldError{"stabilityWindow", p.Stability, "must be > 0 (omit it for the default)"}
+	case p.Stability > 0 && p.Stability < p.MaxDelay:
+		// Shorter than the longest wait, an outage could end before the
+		// server had stayed up as long as the policy ever waits for it.
+		return &FieldError{"stabilityWindow", p.Stability, fmt.Sprintf("must be >= maxDelay (%v)", p.MaxDelay)}
+	case p.Stability > MaxMaxDelay:
+		return &FieldError{"stabilityWindow", p.Stability, fmt.Sprintf("must be <= %v", MaxMaxDelay)}
 	}
 	return nil
 }

@@ -137,3 +137,41 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("StabilityWindow() = %v, want maxDelay 30s", got)
 	}
 }
+
+// The stability window (docs/design.md §5): derived from maxDelay with a
+// floor, or set, never shorter than maxDelay.
+func TestStabilityWindow(t *testing.T) {
+	for _, c := range []struct {
+		p    backoff.Policy
+		want time.Duration
+	}{
+		{backoff.Policy{MaxDelay: time.Second}, backoff.MinStability},
+		{backoff.Policy{MaxDelay: time.Minute}, time.Minute},
+		{backoff.Policy{MaxDelay: time.Second, Stability: 2 * time.Second}, 2 * time.Second},
+	} {
+		if got := c.p.StabilityWindow(); got != c.want {
+			t.Errorf("%+v: window %v, want %v", c.p, got, c.want)
+		}
+	}
+	ok := backoff.Policy{Enabled: true, InitialDelay: time.Second, MaxDelay: 2 * time.Second, MaxAttempts: 1}
+	for _, c := range []struct {
+		stability time.Duration
+		rule      string
+	}{
+		{-time.Second, "must be > 0"},
+		{time.Second, "must be >= maxDelay (2s)"},
+		{25 * time.Hour, "must be <= 24h0m0s"},
+	} {
+		p := ok
+		p.Stability = c.stability
+		_, err := p.Resolve()
+		var fe *backoff.FieldError
+		if !errors.As(err, &fe) || fe.Field != "stabilityWindow" || !strings.Contains(fe.Rule, c.rule) {
+			t.Errorf("stability %v: %v, want stabilityWindow: %s", c.stability, err, c.rule)
+		}
+	}
+	ok.Stability = 2 * time.Second
+	if _, err := ok.Resolve(); err != nil {
+		t.Errorf("stability = maxDelay: %v", err)
+	}
+}

@@ -342,6 +342,7 @@ type reconnectFields struct {
 	maxDelay     setting[time.Duration]
 	maxAttempts  setting[int]
 	jitter       setting[float64]
+	stability    setting[time.Duration]
 }
 
 func (p *parser) reconnect(m member) (reconnectFields, error) {
@@ -363,12 +364,17 @@ func (p *parser) reconnect(m member) (reconnectFields, error) {
 			if v, err = decodeBool(f); err == nil {
 				r.enabled = setting[bool]{v, f.path}
 			}
-		case "initialDelayMs", "maxDelayMs":
+		case "initialDelayMs", "maxDelayMs", "stabilityWindowMs":
 			var v time.Duration
-			if v, err = decodeMs(f, false); err == nil && f.key == "initialDelayMs" {
-				r.initialDelay = setting[time.Duration]{v, f.path}
-			} else if err == nil {
-				r.maxDelay = setting[time.Duration]{v, f.path}
+			if v, err = decodeMs(f, false); err == nil {
+				switch f.key {
+				case "initialDelayMs":
+					r.initialDelay = setting[time.Duration]{v, f.path}
+				case "maxDelayMs":
+					r.maxDelay = setting[time.Duration]{v, f.path}
+				default:
+					r.stability = setting[time.Duration]{v, f.path}
+				}
 			}
 		case "maxAttempts":
 			var n int64
@@ -385,7 +391,7 @@ func (p *parser) reconnect(m member) (reconnectFields, error) {
 				r.jitter = setting[float64]{v, f.path}
 			}
 		default:
-			err = ruleError(f.path, "unknown key (reconnect keys: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter)")
+			err = ruleError(f.path, "unknown key (reconnect keys: enabled, initialDelayMs, maxDelayMs, maxAttempts, jitter, stabilityWindowMs)")
 		}
 		if err != nil {
 			p.fail(err)
@@ -426,10 +432,14 @@ func (p *parser) policy(server jsonPath, base backoff.Policy, own, top reconnect
 	if s := own.jitter.or(top.jitter); s.set() {
 		pol.Jitter = s.v
 	}
+	if s := own.stability.or(top.stability); s.set() {
+		pol.Stability = s.v
+	}
 	pick("initialDelay", own.initialDelay.path, top.initialDelay.path)
 	pick("maxDelay", own.maxDelay.path, top.maxDelay.path)
 	pick("maxAttempts", own.maxAttempts.path, top.maxAttempts.path)
 	pick("jitter", own.jitter.path, top.jitter.path)
+	pick("stabilityWindow", own.stability.path, top.stability.path)
 	resolved, err := pol.Resolve()
 	if err != nil {
 		fe, ok := err.(*backoff.FieldError)
@@ -447,7 +457,7 @@ func (p *parser) policy(server jsonPath, base backoff.Policy, own, top reconnect
 // jsonKey maps backoff's field names to the config's keys.
 func jsonKey(field string) string {
 	switch field {
-	case "initialDelay", "maxDelay":
+	case "initialDelay", "maxDelay", "stabilityWindow":
 		return field + "Ms"
 	}
 	return field

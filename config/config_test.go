@@ -362,3 +362,24 @@ func TestConfigDollarEscapes(t *testing.T) {
 		}
 	}
 }
+
+// stabilityWindowMs sets the window; shorter than maxDelayMs is an error
+// at the path where it was set (docs/design.md §5).
+func TestConfigStabilityWindow(t *testing.T) {
+	cfg, _, err := Parse([]byte(`{"reconnect":{"stabilityWindowMs":60000},"mcpServers":{
+	  "a":{"command":"x"},
+	  "b":{"command":"x","reconnect":{"maxDelayMs":1000,"stabilityWindowMs":2000}}}}`), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Servers[0].Reconnect.StabilityWindow(); got != time.Minute {
+		t.Errorf("a: window %v, want the top level's 1m", got)
+	}
+	if got := cfg.Servers[1].Reconnect.StabilityWindow(); got != 2*time.Second {
+		t.Errorf("b: window %v, want 2s", got)
+	}
+	_, _, err = Parse([]byte(`{"mcpServers":{"c":{"command":"x","reconnect":{"stabilityWindowMs":1000}}}}`), envOf(nil))
+	if err == nil || !strings.Contains(err.Error(), "mcpServers.c.reconnect.stabilityWindowMs: must be >= maxDelayMs (30s), got 1000 (1s)") {
+		t.Errorf("err = %v", err)
+	}
+}

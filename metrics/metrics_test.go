@@ -125,7 +125,7 @@ type opsBench struct {
 }
 
 const opsConfig = `{
-  "reconnect": {"initialDelayMs": 1, "maxDelayMs": 20, "maxAttempts": 2, "jitter": 0},
+  "reconnect": {"initialDelayMs": 1, "maxDelayMs": 20, "maxAttempts": 2, "jitter": 0, "stabilityWindowMs": 20},
   "mcpServers": {
     "a": {"command": "mem-a"},
     "b": {"command": "mem-b"}

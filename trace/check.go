@@ -321,7 +321,7 @@ func (c *Checker) checkTiming(s *serverCheck, e Event) error {
 			}
 		}
 	case fsm.Stable:
-		return early("stable", s.establishedAt, time.Duration(s.cfg.Policy.MaxDelayMs))
+		return early("stable", s.establishedAt, s.cfg.Policy.Backoff().StabilityWindow())
 	case fsm.Stuck:
 		return early("stuck", s.lostAt, time.Duration(s.cfg.TerminationWindowMs))
 	case fsm.DrainTimeout:

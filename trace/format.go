@@ -33,18 +33,26 @@ type Policy struct {
 	MaxDelayMs     Ms      `json:"maxDelayMs"`
 	MaxAttempts    int     `json:"maxAttempts"`
 	Jitter         float64 `json:"jitter"`
+	// StabilityWindowMs is the effective stability window. Traces
+	// written before the window had a floor lack it: theirs was maxDelay.
+	StabilityWindowMs Ms `json:"stabilityWindowMs,omitempty"`
 }
 
 // PolicyOf converts a backoff policy for the header.
 func PolicyOf(p backoff.Policy) Policy {
 	return Policy{Enabled: p.Enabled, InitialDelayMs: Ms(p.InitialDelay), MaxDelayMs: Ms(p.MaxDelay),
-		MaxAttempts: p.MaxAttempts, Jitter: p.Jitter}
+		MaxAttempts: p.MaxAttempts, Jitter: p.Jitter, StabilityWindowMs: Ms(p.StabilityWindow())}
 }
 
 // Backoff converts back; the result is not resolved.
 func (p Policy) Backoff() backoff.Policy {
+	window := time.Duration(p.StabilityWindowMs)
+	if window == 0 {
+		window = time.Duration(p.MaxDelayMs) // a trace from before the floor
+	}
 	return backoff.Policy{Enabled: p.Enabled, InitialDelay: time.Duration(p.InitialDelayMs),
-		MaxDelay: time.Duration(p.MaxDelayMs), MaxAttempts: p.MaxAttempts, Jitter: p.Jitter}
+		MaxDelay: time.Duration(p.MaxDelayMs), MaxAttempts: p.MaxAttempts, Jitter: p.Jitter,
+		Stability: window}
 }
 
 // Config is what one server's events are checked against.

@@ -91,10 +91,12 @@ func (d *demo) modeFor(gen uint64, uptime time.Duration) string {
 }
 
 // policy scales the retry policy to uptime: 3 s gives 200 ms doubling to
-// 1 s, 3 retries. The stability window (maxDelay) is a third of uptime.
+// 1 s, 3 retries. The stability window is set to maxDelay, a third of
+// uptime, under the derived floor: the demo compresses minutes into seconds.
 func demoPolicy(uptime time.Duration) backoff.Policy {
 	ms := func(d time.Duration) time.Duration { return max(d.Round(time.Millisecond), time.Millisecond) }
-	return backoff.Policy{Enabled: true, InitialDelay: ms(uptime / 15), MaxDelay: ms(uptime / 3), MaxAttempts: demoRetries}
+	return backoff.Policy{Enabled: true, InitialDelay: ms(uptime / 15), MaxDelay: ms(uptime / 3), MaxAttempts: demoRetries,
+		Stability: ms(uptime / 3)}
 }
 
 func (d *demo) run(ctx context.Context) int {
