@@ -244,7 +244,9 @@ func init() {
 			}, cEst, eLost, lBack, bDisp, dDone),
 
 		replayRow("the replay waits no longer than its bound (the connect timeout here): the loss, not repeated",
-			[]uint64{1}, func(o *Options) { o.Policy.InitialDelay, o.Policy.MaxDelay, o.Policy.Stability = 10*time.Second, 10*time.Second, 10*time.Second },
+			[]uint64{1}, func(o *Options) {
+				o.Policy.InitialDelay, o.Policy.MaxDelay, o.Policy.Stability = 10*time.Second, 10*time.Second, 10*time.Second
+			},
 			func(t *testing.T, h *harness, r *replayTools) {
 				c := goCall(h, "look", nil)
 				h.settle()

@@ -75,7 +75,9 @@ var recordScenarios = []recordScenario{
 		}},
 	{name: "dispose-during-backoff", about: "the crash tool kills gen 1; the supervisor is disposed while it waits 2 s to retry",
 		modes: []string{"normal"},
-		opts:  func(o *Options) { o.Policy.InitialDelay, o.Policy.MaxDelay, o.Policy.Stability = 2*time.Second, 4*time.Second, 4*time.Second },
+		opts: func(o *Options) {
+			o.Policy.InitialDelay, o.Policy.MaxDelay, o.Policy.Stability = 2*time.Second, 4*time.Second, 4*time.Second
+		},
 		run: func(r *traceRecording) {
 			r.start()
 			r.call("crash")
