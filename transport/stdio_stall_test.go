@@ -85,3 +85,45 @@ func TestStdioStalledWriteEndsTheGeneration(t *testing.T) {
 		t.Errorf("a later write took %v; want at once", d)
 	}
 }
+
+// TestStdioBrokenStdinIsNotSent (docs/design.md §8): a write to a child
+// whose stdin is gone fails as never sent (mcp.ErrConnectionClosed, so the
+// call takes the outage path) instead of "write |1: broken pipe", and a
+// child that closed its stdin but lives on has its generation ended (the
+// reader ends) rather than swallowing requests for as long as it lives.
+func TestStdioBrokenStdinIsNotSent(t *testing.T) {
+	s := &transport.Stdio{Command: "sh", Args: []string{"-c", "exec 0<&-; sleep 30"}, Server: "closer",
+		StdinGrace: testStdinGrace, TermGrace: testTermGrace, KillGrace: testKillGrace}
+	g, _ := open(t, s)
+	conn, err := g.Transport().Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	id, err := jsonrpc.MakeID(float64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{"name":"echo"}`)}
+	// sh closes its stdin at once; until then a write lands in the pipe.
+	deadline := time.Now().Add(stdioTimeout)
+	for err = conn.Write(context.Background(), msg); err == nil && time.Now().Before(deadline); err = conn.Write(context.Background(), msg) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !errors.Is(err, mcp.ErrConnectionClosed) || !strings.Contains(err.Error(), `server "closer" gen 1`) {
+		t.Fatalf("write = %v; want mcp.ErrConnectionClosed naming the server (not sent)", err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := conn.Read(context.Background())
+		read <- err
+	}()
+	select {
+	case err = <-read:
+	case <-time.After(stdioTimeout):
+		t.Fatal("the reader did not end: the generation of a child with no stdin lives on")
+	}
+	if err == nil {
+		t.Error("read returned a message")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,11 +33,12 @@ type stallWatch struct {
 	out    *stdoutReader
 	bound  atomic.Int64 // time.Duration
 
-	once    sync.Once
-	stalled chan struct{} // closed once err, later and read are set
-	err     error         // the stalled write's error
-	later   error         // a later write's: never sent
-	read    error         // the reader's: the session's end
+	once       sync.Once
+	brokenOnce sync.Once     // the child's stdin broke
+	stalled    chan struct{} // closed once err, later and read are set
+	err        error         // the stalled write's error
+	later      error         // a later write's: never sent
+	read       error         // the reader's: the session's end
 }
 
 func newStallWatch(log *slog.Logger, server string, gen uint64, in *stdinWriter, out *stdoutReader) *stallWatch {
@@ -63,7 +65,7 @@ func (w *stallWatch) Write(p []byte) (int, error) {
 		if err := w.in.f.SetWriteDeadline(time.Now().Add(bound)); err != nil {
 			// Not a pollable pipe: no deadline to be had.
 			n, err := w.in.Write(p[written:])
-			return written + n, err
+			return written + n, w.undelivered(err)
 		}
 		n, err := w.in.f.Write(p[written:])
 		written += n
@@ -71,12 +73,41 @@ func (w *stallWatch) Write(p []byte) (int, error) {
 		case err == nil:
 			return written, nil
 		case !errors.Is(err, os.ErrDeadlineExceeded):
-			return written, err
+			return written, w.undelivered(err)
 		case n > 0:
 			continue // the child reads, however slowly
 		}
 		return written, w.trip(bound, len(p)-written)
 	}
+}
+
+// brokenGrace is how long the reader may drain what a child whose stdin
+// broke had written before the generation is ended for it.
+const brokenGrace = time.Second
+
+// undelivered classifies a failed write (docs/design.md §8). A message
+// goes out in one Write ending in its newline, so a write that failed
+// because the child's stdin is gone (EPIPE: the child died or closed it)
+// or because mcpkeep closed it (the teardown's stdin grace) delivered no
+// whole message: the request was not sent, and says so the way the SDK
+// does, with mcp.ErrConnectionClosed, so the call takes the outage path
+// instead of failing with "write |1: broken pipe". A child whose stdin
+// broke can take no more requests: unless its exit ends the generation
+// first, the reader is closed after brokenGrace, which ends it.
+func (w *stallWatch) undelivered(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EPIPE):
+		w.brokenOnce.Do(func() {
+			w.log.Debug("stdio: the server's stdin is closed; ending the generation", "err", err)
+			time.AfterFunc(brokenGrace, func() { w.out.Close() })
+		})
+	case !errors.Is(err, os.ErrClosed):
+		return err
+	}
+	return fmt.Errorf("stdio: server %q gen %d: the request was not delivered, its stdin is closed (%v): %w",
+		w.server, w.gen, err, mcp.ErrConnectionClosed)
 }
 
 func (w *stallWatch) Close() error { return w.in.Close() }
@@ -92,10 +123,19 @@ func (w *stallWatch) trip(bound time.Duration, pending int) error {
 		close(w.stalled)
 		w.log.Warn("stdio: the server stopped reading its stdin; ending the generation",
 			"bound", bound, "pending", pending)
-		w.out.Close()
+		time.AfterFunc(stallDrain, func() { w.out.Close() })
 	})
 	return w.err
 }
+
+// stallDrain is how long the reader outlives a stall. Requests queued
+// behind the stalled write (the SDK writes one message at a time) are
+// registered as in flight; the reader's end would retire them with its
+// error, as lost, though none of their bytes went out. Given a moment,
+// each takes its turn at Write, fails with w.later, and is retired as
+// never sent (docs/design.md §19: calls not yet written wait for the next
+// generation). The generation then ends with the reader.
+const stallDrain = 250 * time.Millisecond
 
 // stallReader is the child's stdout as the SDK reads it: once the watch
 // tripped, any read error is the stall, so the session's end names it.
