@@ -51,7 +51,12 @@ func (s *Supervisor) attempt(g *generation) {
 	}
 	g.modern = modern(cs)
 	m := message{kind: mAttempt, gen: g.n, cs: cs}
-	if m.lists, err = s.list(g.ctx, cs, offered(cs)); err != nil {
+	if g.listLater {
+		// The request that started the server waits for this attempt:
+		// it goes out now, the lists follow (docs/design.md §20).
+		m.kinds = offered(cs)
+		s.reconcile(g.ctx, g, cs, "")
+	} else if m.lists, err = s.list(g.ctx, cs, offered(cs)); err != nil {
 		m.err = fmt.Errorf("initial %w", err)
 	} else {
 		// A kind the server no longer offers is an empty list: the

@@ -380,3 +380,18 @@ func (v *catalogView) hasResource(uri string) bool {
 	}
 	return false
 }
+
+// listLater serves a demand-started generation from what is registered
+// until its own lists arrive: its view is the registered catalog, and a
+// kind the server no longer offers is emptied at once (the sync that
+// follows, requested once it is established, lists the kinds it offers).
+func (lc *lifecycle) listLater(g *generation, offered listKinds) {
+	g.view.Store(newCatalogView(&lc.listed))
+	if gone := (kindTools | kindPrompts | kindResources) &^ offered; gone != 0 {
+		hinted := lc.hinted // the tools may still be the cache's
+		if err := lc.apply(g, &lists{kinds: gone}); err != nil {
+			lc.log(slog.LevelWarn, "tools sync failed", g, slog.Any("err", err))
+		}
+		lc.hinted = hinted
+	}
+}

@@ -46,6 +46,7 @@ func (lc *lifecycle) startAttempt(g *generation) {
 	g.deferred = false
 	stopTimer(&g.deferTimer)
 	g.started = true
+	g.listLater = lc.demanded && (lc.hinted || lc.everEstablished)
 	n := g.n
 	g.connectTimer = lc.opts.Clock.AfterFunc(lc.opts.ConnectTimeout, func() {
 		lc.s.send(message{kind: mConnectTimeout, gen: n})
@@ -119,7 +120,9 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 	if !lc.admits(fsm.Connected, m) {
 		return
 	}
-	if err := lc.apply(g, m.lists); err != nil {
+	if g.listLater {
+		lc.listLater(g, m.kinds)
+	} else if err := lc.apply(g, m.lists); err != nil {
 		err = fmt.Errorf("initial tools sync: %w", err)
 		if g.activation && lc.opts.FailOnStartupError {
 			lc.onFailed(g, m, err)
@@ -133,6 +136,9 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 		return
 	}
 	g.established = true
+	if g.listLater {
+		lc.requestSync(g, m.kinds)
+	}
 	lc.everEstablished = true
 	lc.demanded = false
 	lc.armIdle(g, lc.opts.idleStop)

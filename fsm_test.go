@@ -1211,7 +1211,7 @@ func runRow(t *testing.T, row raceRow) rowResult {
 	}
 	if row.wantLogs != nil {
 		if diff := cmp.Diff(row.wantLogs, h.messages(), cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("logs (-want +got):\n%s", diff)
+			t.Errorf("logs (-want +got):\n%s\n%+v", diff, h.rec.logs)
 		}
 	}
 	if got := h.registered(); len(got) != 0 {

@@ -44,9 +44,14 @@ type generation struct {
 	subWait subWait
 
 	// Owned by the loop goroutine.
-	retry       bool // not the first generation of this Start: success logs "recovered"
-	cause       StartCause
-	activation  bool // the Start's first attempt: owns strict startup registration
+	retry      bool // not the first generation of this Start: success logs "recovered"
+	cause      StartCause
+	activation bool // the Start's first attempt: owns strict startup registration
+	// listLater: a demand start of a server whose catalog is registered
+	// (cached, or kept through an idle stop). Its handshake is enough to
+	// serve the request; the lists follow as a sync (docs/design.md §20).
+	// Set by the loop before the attempt goroutine starts.
+	listLater   bool
 	deferred    bool // waiting for an older generation's barrier before opening
 	started     bool // the attempt goroutine was started
 	established bool // connected: the server served (its teardown has the stdin grace)

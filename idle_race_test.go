@@ -220,6 +220,7 @@ var idleRaceRows = []raceRow{
 		opts: lazyCached,
 		run: func(t *testing.T, h *harness, _ error) {
 			callEcho(t, h)
+			h.settle() // the lists that follow the demand start's call
 			h.mem.Gen(1).Kill()
 			h.settle()
 			h.wantState(fsm.BackingOff)
@@ -302,6 +303,48 @@ func TestSubscribeWhileIdleStarts(t *testing.T) {
 		h.settle()
 		h.wantState(fsm.Established)
 		wantCauses(t, h, StartDemand)
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A demand start of a server whose catalog is registered sends the request
+// that started it right after the handshake; its lists follow as a sync
+// (docs/design.md §20). Before, the demand start listed every kind first,
+// so a server slow to list held the request: here, lists that are never
+// answered failed it after the connect timeout.
+func TestDemandStartCallsBeforeListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, lazyCached)
+		h.mem.Fault = func(uint64) transport.Fault { return transport.Fault{HoldLists: true} }
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		h.wantState(fsm.Idle)
+		done := make(chan error, 1)
+		go func() {
+			_, err := h.sup.Call(context.Background(), "echo", map[string]any{"text": "x"}, nil)
+			done <- err
+		}()
+		h.settle()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+		default:
+			t.Fatal("the call waits for the server's lists")
+		}
+		h.wantState(fsm.Established)
+		if n, _ := h.mem.Gen(1).Lists(); n != 1 {
+			t.Errorf("%d tools/list held, want the sync's one", n)
+		}
+		h.mem.Gen(1).ReleaseLists()
+		h.settle()
+		if snap := h.sup.State(); snap.Cached || snap.Tools != 2 {
+			t.Errorf("after the sync: %+v; want the live lists registered", snap)
+		}
 		if err := h.dispose(); err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ type message struct {
 	err   error
 	tg    transport.Generation
 	cs    *mcp.ClientSession
-	kinds listKinds // mCatalogChanged, mSyncDone: which lists
+	kinds listKinds // mCatalogChanged, mSyncDone: which lists; mAttempt: what a listLater generation offers
 	lists *lists    // mAttempt, mSyncDone: what was listed
 	reply chan error
 	probe func()        // mInspect: runs on the loop goroutine

@@ -29,6 +29,9 @@ type Fault struct {
 	// Gate, when non-nil, holds the transport's Connect until it is closed
 	// (or the attempt's context ends): a test acts while "connecting".
 	Gate <-chan struct{}
+	// HoldLists holds every tools/list from the start, until the test
+	// calls MemGen.ReleaseLists.
+	HoldLists bool
 }
 
 // Memory is a scripted in-memory Opener for tests: each generation is a
@@ -139,7 +142,9 @@ func (m *Memory) Open(ctx context.Context, gen uint64) (Generation, error) {
 	so.Capabilities = &caps
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "memory", Version: fmt.Sprint(gen)}, so)
 	g.listGate = make(chan struct{})
-	close(g.listGate)
+	if !f.HoldLists {
+		close(g.listGate)
+	}
 	g.server.AddReceivingMiddleware(g.countLists)
 	for _, n := range names {
 		g.AddTool(n)
