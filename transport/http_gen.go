@@ -77,7 +77,7 @@ func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *htt
 		url:    redactParsed(u),
 		log:    h.logger().With("server", h.Server, "gen", gen),
 		clock:  h.clock(),
-		probe:  h.probeConfig(),
+		probe:  h.probeConfig(u),
 		gone:   make(chan struct{}),
 		bodies: make(map[*trackedBody]struct{}),
 	}
