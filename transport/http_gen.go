@@ -228,6 +228,19 @@ func (g *httpGen) teardown() {
 	close(g.gone)
 }
 
+// refusal is the error of a request the closed generation refuses: it
+// names why the generation ended itself, since the SDK passes the refused
+// DELETE's error up as the session's end (ClientSession.Wait).
+func (g *httpGen) refusal(method string) error {
+	g.mu.Lock()
+	reason := g.reason
+	g.mu.Unlock()
+	if reason != "" {
+		return fmt.Errorf("http: %s %s: gen %d ended: %s", method, g.url, g.n, reason)
+	}
+	return fmt.Errorf("http: %s %s: gen %d is closed", method, g.url, g.n)
+}
+
 // noteFailure records an HTTP failure of the live generation.
 func (g *httpGen) noteFailure(s string) {
 	g.mu.Lock()

@@ -67,7 +67,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, fmt.Errorf("http: %s %s: gen %d is closed", req.Method, g.url, g.n)
+		return nil, g.refusal(req.Method)
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	stop := context.AfterFunc(g.reqCtx, cancel)

@@ -28,11 +28,9 @@ const (
 	streamShortLived = 250 * time.Millisecond
 	// streamShortMax consecutive short-lived streams end the generation,
 	// as any other loss: a server that ends its stream at once, every
-	// time, is given up by the budget, not reopened forever.
+	// time, is sent two GETs more and then given up by the budget, not
+	// reopened forever. No pause before a reopen: a loss is seen at once.
 	streamShortMax = 3
-	// streamReopenPause is the wait before reopening a short-lived
-	// stream, so a server that ends it at once is not hammered.
-	streamReopenPause = 500 * time.Millisecond
 )
 
 // reopenKey marks the context of a GET that reopens a kept stream: the
@@ -102,16 +100,6 @@ func (k *keptStream) reopen(cur *trackedBody, readErr error) bool {
 			g.noteFailure(what)
 			g.endItself(fmt.Sprintf("%s (%d times in a row within %s of opening: the server ends it)",
 				what, k.short, streamShortLived))
-			return false
-		}
-		t := g.clock.Timer(streamReopenPause)
-		select {
-		case <-t.C:
-		case <-g.endCtx.Done():
-			t.Stop()
-			return false
-		case <-k.req.Context().Done():
-			t.Stop()
 			return false
 		}
 	} else {
