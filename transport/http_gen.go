@@ -110,9 +110,10 @@ func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *htt
 		OAuthHandler: oauth,
 		// One resumption of a call's stream (SEP-1699: a server may close
 		// it after a priming event and expect the client back with
-		// Last-Event-ID after its retry delay). A lost session still ends
-		// the generation at once: the standalone stream's end does
-		// (trackedBody.ended), and a failed resumption fails the call.
+		// Last-Event-ID after its retry delay). The standalone stream's
+		// end never reaches the SDK: the generation reopens it, or ends
+		// itself at once when that fails (keptStream); a failed
+		// resumption fails the call.
 		MaxRetries: 1,
 	}
 	return g
