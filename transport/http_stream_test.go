@@ -148,3 +148,16 @@ func TestHTTPProbeHonoursRetryAfter(t *testing.T) {
 		c.close(t)
 	}
 }
+
+// A legacy session is probed with ping, which a sessionless legacy server
+// answers: probes every 20 ms for 300 ms never end a live generation.
+func TestHTTPLegacyProbePingsALiveServer(t *testing.T) {
+	web := startWeb(t, true, false)
+	c := connectWeb(t, &transport.HTTP{URL: web.URL(), ProtocolVersion: "2025-11-25",
+		ProbeInterval: 20 * time.Millisecond}, 1)
+	before := web.count(func(webRequest) bool { return true })
+	web.waitUntil(t, func() bool { return web.count(func(webRequest) bool { return true }) >= before+10 })
+	if isDoneChan(c.ended) {
+		t.Fatalf("a live server's generation ended: %q", c.g.Exit().Status)
+	}
+}
