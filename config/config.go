@@ -107,6 +107,9 @@ type Server struct {
 	// IdleStop ("idleStopMs") stops the server after this long without
 	// requests; 0 is the default (off, or 10 min for a lazy server).
 	IdleStop time.Duration
+	// Probe is the HTTP health probe ("probeIntervalMs",
+	// "probeTimeoutMs", "probeFailures"); zero fields are the defaults.
+	Probe Probe
 }
 
 // Policy returns what the host may see of s, or nil when it sees
@@ -127,7 +130,7 @@ func (a Server) Equal(b Server) bool {
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&
 		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls &&
-		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop
+		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.Probe == b.Probe
 }
 
 func equalStrings(a, b []string) bool {

@@ -30,6 +30,10 @@ func (s Server) Opener(logger *slog.Logger) (transport.Opener, error) {
 			Headers: cloneMap(s.Headers),
 			Logger:  logger,
 			Server:  s.Name,
+			// Zero is the transport's default.
+			ProbeInterval: s.Probe.Interval,
+			ProbeTimeout:  s.Probe.Timeout,
+			ProbeFailures: s.Probe.Failures,
 		}
 		if t, ok := s.Target(); ok {
 			store, err := oauth.DefaultStore()

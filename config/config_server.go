@@ -33,7 +33,7 @@ var hostKeys = map[string]string{
 
 // serverKeys are the keys mcpkeep reads in a server block.
 const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
-	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, disabledTools, includeTools, excludeTools, disabled"
+	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, disabledTools, includeTools, excludeTools, disabled, " + probeKeys
 
 // server parses one server block; ok is false when it had errors.
 func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
@@ -63,6 +63,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		replaySafe               setting[bool]
 		lazy                     setting[bool]
 		idleStop                 setting[time.Duration]
+		probe                    probeFields
 	)
 	for _, f := range members {
 		if f.null() {
@@ -138,7 +139,9 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 			replaySafe.v, err = decodeBool(f)
 			replaySafe.path = f.path
 		default:
-			if why, known := hostKeys[f.key]; known {
+			if ok, perr := probe.field(f); ok {
+				err = perr
+			} else if why, known := hostKeys[f.key]; known {
 				msg := "ignored: mcpkeep does not use it"
 				if why != "" {
 					msg += " (" + why + ")"
@@ -221,6 +224,11 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	}
 	sc.Lazy = lazy.or(d.lazy).v
 	sc.IdleStop = idleStop.or(d.idleStop).v
+	var perrs []error
+	sc.Probe, perrs = probe.resolve(sc.Transport) // config_probe.go
+	for _, err := range perrs {
+		p.fail(err)
+	}
 	return sc, disabled, len(p.errs) == before
 }
 

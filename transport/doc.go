@@ -50,25 +50,28 @@
 // bounded at 5 s), aborts whatever is still in flight, and Gone closes once
 // every request has ended and every response body is closed. Legacy
 // stateful sessions (up to 2025-11-25, Mcp-Session-Id) report their own
-// loss: the standalone event stream breaks, or a request gets 404
-// (mcp.ErrSessionMissing). MaxRetries is -1, so the SDK never resumes a
-// broken stream itself and the supervisor's backoff is the only one (one
-// budget). A transient blip, such as a proxy cutting an idle stream,
-// therefore costs one generation: a reconnect after the first backoff
-// delay, normally with an unchanged tool list (registrations untouched),
-// counted as one retry of an outage that the stability window closes. A
-// stream cut more often than the stability window exhausts the budget
-// instead of reconnecting forever. Stateless 2026-07-28 sessions (no
-// session, no ping) never report a dead server, so the generation does two
-// things itself. It watches its subscriptions/listen stream: if that ends
-// without mcpkeep cancelling it, the server dropped the subscription, the
+// loss: a request gets 404 (mcp.ErrSessionMissing), or the standalone
+// event stream ends and cannot be reopened. A proxy or load balancer that
+// cuts the idle standalone stream (nginx, ALB: 60 s; GCP: 30 s) ends the
+// stream, not the session: the generation reopens it under the SDK (see
+// http_stream.go), so the session, its calls in flight and the budget are
+// untouched; a reopening refused or answered 404 ends the generation at
+// once, and so do three streams in a row that the server ended within
+// 250 ms of opening them. Stateless 2026-07-28 sessions (no session, no
+// ping) never report a dead server, so the generation does two things
+// itself. It watches its subscriptions/listen stream: if that ends without
+// mcpkeep cancelling it, the server dropped the subscription, the
 // generation ends at once and the next one subscribes again. It also probes
-// with tools/list every ProbeInterval (1 s), each probe bounded by
-// ProbeTimeout (5 s). ProbeFailures (2) consecutive failures end the
-// generation. So does a success after a failure, unless the subscription
-// stream stayed open throughout, because a restarted server may serve other
-// tools. A legacy session whose server offers no standalone stream is
-// probed the same way. Measured on loopback, a killed stateful server, or a
+// every ProbeInterval (15 s; 1 s on loopback), each probe bounded by
+// ProbeTimeout (5 s): ping on a legacy session, and on 2026-07-28 a
+// tools/list behind a cursor the server never issued, which it answers
+// with a short error and which the SDK's TTL cache never holds. A 429, or
+// a 503 with Retry-After, is a live server, and the next probe waits at
+// least its Retry-After (at most MaxRetryAfter). ProbeFailures (2)
+// consecutive failures end the generation. So does a success after a
+// failure, unless the subscription stream stayed open throughout, because
+// a restarted server may serve other tools. A legacy session whose server
+// offers no standalone stream is probed the same way. Measured on loopback, a killed stateful server, or a
 // stateless one with a subscription, is seen in about a millisecond; a
 // stateless one without a subscription is seen within two probe intervals.
 //
@@ -80,9 +83,10 @@
 //     the next reconnect;
 //   - a restart that the subscription stream does not reveal, such as a load
 //     balancer moving the client to another instance;
-//   - the server itself when the SDK answers a probe from its TTL cache
-//     (a server that sets ttlMs > 0). Such a probe counts as neither success
-//     nor failure, so detection can take up to the TTL longer;
+//   - the server itself when the SDK answers a probe from its TTL cache,
+//     which takes a server that ignores an unknown cursor (against the
+//     spec), sets ttlMs > 0, and a TTL longer than 64 probe intervals. Such
+//     a probe counts as neither success nor failure;
 //   - whether a failed tools/call reached the server. Calls are never
 //     replayed.
 package transport

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -15,11 +16,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Defaults of the health probe of sessionless HTTP generations.
+// Defaults of the health probe of HTTP generations that no event stream
+// watches (docs/design.md §8). A remote server is probed every 15 s: with
+// two failures and the 5 s bound a dead server is seen within about 35 s,
+// no later than the SDK sees a lost event stream (its ~23 s of retries),
+// while 4 probes a minute stay well inside the rate limits of hosted
+// servers (often 60 a minute) and cost a few hundred bytes each. A server
+// on the loopback interface costs nothing to ask and limits nobody, so it
+// is probed every second.
 const (
-	DefaultProbeInterval = 1 * time.Second
-	DefaultProbeFailures = 2
-	DefaultProbeTimeout  = 5 * time.Second
+	DefaultProbeInterval      = 15 * time.Second
+	DefaultLocalProbeInterval = 1 * time.Second
+	DefaultProbeFailures      = 2
+	DefaultProbeTimeout       = 5 * time.Second
 )
 
 // httpDeleteBound is the SDK's own bound on the session-terminating DELETE
@@ -56,7 +65,9 @@ type HTTP struct {
 	// ProbeInterval is the pause between health probes, ProbeFailures the
 	// number of consecutive failed probes that end a generation, and
 	// ProbeTimeout bounds one probe. Zero or negative means the default
-	// (1 s, 2, 5 s).
+	// (15 s, or 1 s for a loopback URL; 2; 5 s). A server that answers a
+	// probe with 429, or 503 with Retry-After, is alive, and the next
+	// probe waits at least its Retry-After (at most MaxRetryAfter).
 	ProbeInterval time.Duration
 	ProbeFailures int
 	ProbeTimeout  time.Duration
@@ -169,10 +180,13 @@ func (h *HTTP) logger() *slog.Logger {
 	return h.Logger
 }
 
-func (h *HTTP) probeConfig() probeConfig {
+func (h *HTTP) probeConfig(u *url.URL) probeConfig {
 	p := probeConfig{interval: h.ProbeInterval, failures: h.ProbeFailures, timeout: h.ProbeTimeout}
 	if p.interval <= 0 {
 		p.interval = DefaultProbeInterval
+		if isLoopback(u.Hostname()) {
+			p.interval = DefaultLocalProbeInterval
+		}
 	}
 	if p.failures <= 0 {
 		p.failures = DefaultProbeFailures
@@ -181,4 +195,14 @@ func (h *HTTP) probeConfig() probeConfig {
 		p.timeout = DefaultProbeTimeout
 	}
 	return p
+}
+
+// isLoopback reports whether host names this machine: localhost or a
+// loopback address. Names are not resolved (Open sends nothing).
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

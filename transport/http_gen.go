@@ -77,7 +77,7 @@ func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *htt
 		url:    redactParsed(u),
 		log:    h.logger().With("server", h.Server, "gen", gen),
 		clock:  h.clock(),
-		probe:  h.probeConfig(),
+		probe:  h.probeConfig(u),
 		gone:   make(chan struct{}),
 		bodies: make(map[*trackedBody]struct{}),
 	}
@@ -110,9 +110,10 @@ func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *htt
 		OAuthHandler: oauth,
 		// One resumption of a call's stream (SEP-1699: a server may close
 		// it after a priming event and expect the client back with
-		// Last-Event-ID after its retry delay). A lost session still ends
-		// the generation at once: the standalone stream's end does
-		// (trackedBody.ended), and a failed resumption fails the call.
+		// Last-Event-ID after its retry delay). The standalone stream's
+		// end never reaches the SDK: the generation reopens it, or ends
+		// itself at once when that fails (keptStream); a failed
+		// resumption fails the call.
 		MaxRetries: 1,
 	}
 	return g
@@ -226,6 +227,19 @@ func (g *httpGen) teardown() {
 	}
 	g.log.Debug("http: generation closed")
 	close(g.gone)
+}
+
+// refusal is the error of a request the closed generation refuses: it
+// names why the generation ended itself, since the SDK passes the refused
+// DELETE's error up as the session's end (ClientSession.Wait).
+func (g *httpGen) refusal(method string) error {
+	g.mu.Lock()
+	reason := g.reason
+	g.mu.Unlock()
+	if reason != "" {
+		return fmt.Errorf("http: %s %s: gen %d ended: %s", method, g.url, g.n, reason)
+	}
+	return fmt.Errorf("http: %s %s: gen %d is closed", method, g.url, g.n)
 }
 
 // noteFailure records an HTTP failure of the live generation.

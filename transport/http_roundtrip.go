@@ -62,14 +62,12 @@ func (t *genRoundTripper) withSecrets(out *http.Request) {
 
 func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	g := t.g
-	if m, ok := req.Context().Value(probeKey{}).(*probeMark); ok {
-		m.sent.Store(true)
-	}
+	mark := probeMarkOf(req)
 	if !g.admit() {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, fmt.Errorf("http: %s %s: gen %d is closed", req.Method, g.url, g.n)
+		return nil, g.refusal(req.Method)
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	stop := context.AfterFunc(g.reqCtx, cancel)
@@ -92,6 +90,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		g.inflight.Done()
 		return nil, err
 	}
+	mark.saw(resp)
 	if resp.StatusCode >= 300 && req.Method != http.MethodDelete && !expectedRefusal(req, resp.StatusCode) {
 		g.noteFailure(fmt.Sprintf("%s %s: %s", req.Method, g.url, resp.Status))
 	}
@@ -99,7 +98,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		label: fmt.Sprintf("%s %s", req.Method, g.url)}
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")) {
 		switch {
-		case req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") == "":
+		case req.Method == http.MethodGet && (req.Header.Get("Last-Event-ID") == "" || isReopen(req)):
 			b.kind = standaloneStream
 		case req.Header.Get(mcpMethodHeader) == "subscriptions/listen":
 			b.kind = listenStream
@@ -107,6 +106,9 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	g.track(b)
 	resp.Body = b
+	if b.kind == standaloneStream && !isReopen(req) {
+		resp.Body = t.keepStream(req, b) // http_stream.go
+	}
 	return resp, nil
 }
 
@@ -209,14 +211,10 @@ func (b *trackedBody) ended(readErr error) {
 		if readErr == nil || b.kind == plainBody || b.ctx.Err() != nil {
 			return
 		}
-		what := fmt.Sprintf("%s: event stream ended: %v", b.label, readErr)
 		if b.kind == standaloneStream {
-			// The legacy session's own stream: its end by the server is
-			// the session's loss, whatever the SDK would retry.
-			g.noteFailure(what)
-			g.endItself(what)
-			return
+			return // the legacy session's own stream: keptStream judges its end
 		}
+		what := fmt.Sprintf("%s: event stream ended: %v", b.label, readErr)
 		g.endItself("subscriptions/listen " + what + " (the server dropped the subscription)")
 	})
 }
