@@ -110,3 +110,8 @@ func (lc *lifecycle) store(e *catalogcache.Entry) {
 func (lc *lifecycle) starting() bool {
 	return (lc.hinted || lc.demanded) && lc.m.State() == fsm.Connecting
 }
+
+// settledByCache: the cache listed the server (or remembered that it did
+// not come), so a host need not wait for its start. Only before Start,
+// from the goroutine that ran prepare.
+func (s *Supervisor) settledByCache() bool { return s.lc.settled }

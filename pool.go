@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
@@ -121,6 +122,11 @@ type poolServer struct {
 	err   error // written before ready is closed
 	// waiting is set while the start waits for a predecessor's release.
 	waiting *Supervisor
+	// held: the server's start is left to the staggered start (it can
+	// wait: its catalog is listed from the cache); a request starts it
+	// at once. once runs its start, whoever asks first.
+	held atomic.Bool
+	once sync.Once
 }
 
 // NewPool returns an empty pool; Apply starts its servers.

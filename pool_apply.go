@@ -121,16 +121,31 @@ func (p *Pool) Apply(ctx context.Context, cfg *config.Config) error {
 		return err
 	}))
 	// Every cached catalog is registered before any server spawns: the
-	// host's first answers must not wait behind their start-up.
+	// host's first answers must not wait behind their start-up. A server
+	// whose catalog is listed from the cache starts later, a few at a
+	// time (stagger), so its start-up does not compete with them either.
+	var now, later []*poolServer
 	for _, ps := range fresh {
 		p.mu.Lock()
 		free := len(p.mu.retired[ps.cfg.Name]) == 0
 		p.mu.Unlock()
+		mayHold := free && p.opts.Cache != nil && !ps.cfg.FailOnStartupError && !ps.cfg.Lazy
+		ps.held.Store(mayHold)
 		if free {
 			_ = ps.sup.prepare() // a failure is Start's to report
 		}
+		if mayHold && ps.sup.settledByCache() {
+			later = append(later, ps)
+		} else {
+			ps.held.Store(false)
+			now = append(now, ps)
+		}
 	}
-	errs = append(errs, parallel(fresh, func(ps *poolServer) error { return p.start(ctx, ps) }))
+	errs = append(errs, parallel(now, func(ps *poolServer) error { return p.startOnce(ctx, ps) }))
+	if len(later) > 0 {
+		p.bg.Add(1)
+		go p.stagger(later)
+	}
 	sortAll(kept, removed, changed, added)
 	p.log.Info("config applied", slog.Any("added", added), slog.Any("changed", changed),
 		slog.Any("removed", removed), slog.Any("unchanged", kept))

@@ -89,6 +89,11 @@ func routeByName[R any](p *Pool, ctx context.Context, what, public string, unkno
 			return zero, fmt.Errorf("mcpkeep: %s %q: %w", what, public, unknown)
 		}
 		opts = p.defaultOpts(ps, opts)
+		if ps.held.Load() {
+			// Left to the staggered start: a request starts it now, and
+			// then waits for it as for any server starting from its cache.
+			_ = p.startOnce(p.base, ps) // a failure answers below
+		}
 		if registered && ps.sup.State().Started {
 			return do(ps.sup, name, opts)
 		}
