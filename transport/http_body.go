@@ -1,0 +1,133 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The bounds of the response bodies the SDK reads whole (docs/design.md
+// §8). Event streams are not bounded as a whole, only per event, by the
+// SDK (MaxEventSize).
+const (
+	// MaxPlainBody bounds a 2xx answer that is not an event stream (a
+	// call's application/json answer): the SDK's own bound on one
+	// message.
+	MaxPlainBody int64 = mcp.DefaultMaxEventSize
+	// MaxErrorBody bounds the body of a non-2xx answer, which the SDK
+	// reads only to find a JSON-RPC error in it.
+	MaxErrorBody int64 = 64 << 10
+)
+
+// ErrBodyTooLarge: a response body passed its bound (MaxPlainBody, or
+// MaxErrorBody for an error status). The request was sent: the server
+// answered it. Errors that match it are *BodyTooLargeError.
+var ErrBodyTooLarge = errors.New("response body too large")
+
+// BodyTooLargeError names the request whose answer was too large.
+type BodyTooLargeError struct {
+	Method string // the request's HTTP method
+	URL    string // the endpoint, redacted
+	Status string // the response's status line
+	Limit  int64  // the bound it passed, in bytes
+}
+
+func (e *BodyTooLargeError) Error() string {
+	return fmt.Sprintf("http: %s %s: %s: the response body passed %s and was abandoned "+
+		"(the server sent more than one MCP message may hold, or a body that never ends)",
+		e.Method, e.URL, e.Status, sizeString(e.Limit))
+}
+
+// Is makes errors.Is(err, ErrBodyTooLarge) hold.
+func (e *BodyTooLargeError) Is(target error) bool { return target == ErrBodyTooLarge }
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// readAhead reads a POST's plain 2xx answer in RoundTrip, up to
+// MaxPlainBody: the SDK reads such a body whole and, when the read fails,
+// fails the whole connection, not the one request. Read here, a body too
+// large fails only its request, as an error of the HTTP client (the SDK
+// returns it to the caller; the connection stays). ok is false when the
+// body passed the bound or its read failed; err is then the request's
+// error and resp.Body is closed.
+func readAhead(resp *http.Response, method, url string) (ok bool, err error) {
+	limit := MaxPlainBody
+	tooLarge := &BodyTooLargeError{Method: method, URL: url, Status: resp.Status, Limit: limit}
+	if resp.ContentLength > limit {
+		resp.Body.Close()
+		return false, tooLarge
+	}
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+	orig := resp.Body
+	switch {
+	case err != nil:
+		orig.Close()
+		return false, fmt.Errorf("http: %s %s: %s: reading the response body: %w", method, url, resp.Status, err)
+	case n > limit:
+		orig.Close()
+		return false, tooLarge
+	}
+	resp.Body = readCloser{bytes.NewReader(buf.Bytes()), orig}
+	return true, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// cappedBody fails a body read past its limit (the bodies the SDK reads
+// but cannot be read ahead: error statuses, whose status the SDK acts on
+// whatever the body, and plain answers to other methods). The SDK ignores
+// the read error of an error status's body: the status alone decides.
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64 // bytes still allowed
+	err  *BodyTooLargeError
+	// over runs once, when the bound is passed.
+	over   func(*BodyTooLargeError)
+	passed bool
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.passed {
+		return 0, c.err
+	}
+	if c.left <= 0 {
+		// One byte more tells a body of exactly the limit from a larger one.
+		var one [1]byte
+		n, err := c.rc.Read(one[:])
+		if n == 0 {
+			return 0, err
+		}
+		c.passed = true
+		if c.over != nil {
+			c.over(c.err)
+		}
+		return 0, c.err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.rc.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+func (c *cappedBody) Close() error { return c.rc.Close() }

@@ -1,0 +1,37 @@
+package transport
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// A body of exactly the bound is whole; one byte more fails, once noted.
+func TestCappedBodyBound(t *testing.T) {
+	for _, tc := range []struct {
+		size    int
+		wantErr bool
+	}{{1000, false}, {1001, true}, {5000, true}, {0, false}} {
+		noted := 0
+		c := &cappedBody{rc: io.NopCloser(strings.NewReader(strings.Repeat("x", tc.size))), left: 1000,
+			err:  &BodyTooLargeError{Method: "GET", URL: "http://h/mcp", Status: "200 OK", Limit: 1000},
+			over: func(*BodyTooLargeError) { noted++ }}
+		b, err := io.ReadAll(c)
+		if tc.wantErr {
+			if !errors.Is(err, ErrBodyTooLarge) || len(b) != 1000 || noted != 1 {
+				t.Errorf("size %d: read %d bytes, err %v, noted %d; want 1000, ErrBodyTooLarge, 1", tc.size, len(b), err, noted)
+			}
+			if _, err := c.Read(make([]byte, 10)); !errors.Is(err, ErrBodyTooLarge) || noted != 1 {
+				t.Errorf("size %d: a later read: %v, noted %d", tc.size, err, noted)
+			}
+			continue
+		}
+		if err != nil || len(b) != tc.size || noted != 0 {
+			t.Errorf("size %d: read %d bytes, err %v, noted %d", tc.size, len(b), err, noted)
+		}
+	}
+	if s := (&BodyTooLargeError{Limit: 64 << 10}).Error(); !strings.Contains(s, "64 KiB") {
+		t.Errorf("%q does not name 64 KiB", s)
+	}
+}
