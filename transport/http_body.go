@@ -69,22 +69,48 @@ func readAhead(resp *http.Response, method, url string) (ok bool, err error) {
 		resp.Body.Close()
 		return false, tooLarge
 	}
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
-	}
-	n, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+	buf, err := readUpTo(resp.Body, limit+1, resp.ContentLength)
 	orig := resp.Body
 	switch {
 	case err != nil:
 		orig.Close()
 		return false, fmt.Errorf("http: %s %s: %s: reading the response body: %w", method, url, resp.Status, err)
-	case n > limit:
+	case int64(len(buf)) > limit:
 		orig.Close()
 		return false, tooLarge
 	}
-	resp.Body = readCloser{bytes.NewReader(buf.Bytes()), orig}
+	resp.Body = readCloser{bytes.NewReader(buf), orig}
 	return true, nil
+}
+
+// readUpTo reads r to its end, or to max bytes. Its buffer grows by
+// doubling but never past max (bytes.Buffer would double a full 16 MiB
+// to 32 MiB for the one byte that tells the bound passed); size, when
+// known, sizes it at once.
+func readUpTo(r io.Reader, max, size int64) ([]byte, error) {
+	c := int64(64 << 10)
+	if size >= 0 {
+		c = size + 1 // one more, to see the end
+	}
+	buf := make([]byte, 0, min(c, max))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= max {
+				return buf, nil
+			}
+			grown := make([]byte, len(buf), min(2*int64(cap(buf))+1, max))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 type readCloser struct {

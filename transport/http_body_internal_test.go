@@ -35,3 +35,14 @@ func TestCappedBodyBound(t *testing.T) {
 		t.Errorf("%q does not name 64 KiB", s)
 	}
 }
+
+// readUpTo stops one byte past the bound, whatever the size hint says.
+func TestReadUpTo(t *testing.T) {
+	for _, tc := range []struct{ body, hint int64 }{{0, 0}, {0, -1}, {999, -1}, {1000, 1000}, {1001, -1}, {300000, -1}, {5, 2}} {
+		b, err := readUpTo(strings.NewReader(strings.Repeat("x", int(tc.body))), 1001, tc.hint)
+		want := min(tc.body, 1001)
+		if err != nil || int64(len(b)) != want || int64(cap(b)) > 1001 {
+			t.Errorf("body %d hint %d: read %d (cap %d), %v; want %d", tc.body, tc.hint, len(b), cap(b), err, want)
+		}
+	}
+}
