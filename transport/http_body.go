@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,7 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// readAhead reads a POST's plain 2xx answer in RoundTrip, up to
+// readAhead reads the plain 2xx answer to a call in RoundTrip, up to
 // MaxPlainBody: the SDK reads such a body whole and, when the read fails,
 // fails the whole connection, not the one request. Read here, a body too
 // large fails only its request, as an error of the HTTP client (the SDK
@@ -157,3 +158,51 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (c *cappedBody) Close() error { return c.rc.Close() }
+
+// expectsAnswer reports whether req carries a JSON-RPC call, the only
+// message whose plain answer the SDK reads (it closes the answer to a
+// notification or a response unread, so reading that ahead would only
+// hold the write). It reads the members before "params" (the SDK writes
+// jsonrpc, id, method, then params), so a large call costs no scan; a body
+// it cannot read counts as a call.
+func expectsAnswer(req *http.Request) bool {
+	if req.GetBody == nil {
+		return true
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return true
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return true
+	}
+	var id, method bool
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return true
+		}
+		switch tok {
+		case "id":
+			id = true
+		case "method":
+			method = true
+		case "result", "error":
+			return false // a response
+		case "params":
+			if method { // the SDK's order: an id would have come before
+				return id
+			}
+		}
+		if id && method {
+			return true
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return true
+		}
+	}
+	return id && method
+}

@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -43,6 +45,27 @@ func TestReadUpTo(t *testing.T) {
 		want := min(tc.body, 1001)
 		if err != nil || int64(len(b)) != want || int64(cap(b)) > 1001 {
 			t.Errorf("body %d hint %d: read %d (cap %d), %v; want %d", tc.body, tc.hint, len(b), cap(b), err, want)
+		}
+	}
+}
+
+func TestExpectsAnswer(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}`:    true,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`:      false,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled"}`:                    false,
+		`{"jsonrpc":"2.0","id":"a","result":{}}`:                                  false,
+		`{"jsonrpc":"2.0","id":4,"error":{"code":1,"message":"no"}}`:              false,
+		`{"params":{"big":[1,2,3]},"method":"tools/list","id":5,"jsonrpc":"2.0"}`: true,
+		`{"params":{"big":[1,2,3]},"method":"notifications/x","jsonrpc":"2.0"}`:   false,
+		`not json`: true,
+	} {
+		req, err := http.NewRequest(http.MethodPost, "http://h/mcp", bytes.NewReader([]byte(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := expectsAnswer(req); got != want {
+			t.Errorf("expectsAnswer(%s) = %v; want %v", body, got, want)
 		}
 	}
 }

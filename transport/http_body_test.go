@@ -100,3 +100,30 @@ func TestHTTPEndlessErrorBodyIsCut(t *testing.T) {
 		t.Errorf("Exit().Status = %q; want the cut error body", st)
 	}
 }
+
+// A notification's answer is not read ahead (the SDK closes it unread):
+// one that never ends does not hold the notification.
+func TestHTTPEndlessAnswerToANotificationIsNotRead(t *testing.T) {
+	web := startWeb(t, true, false)
+	c := connectWeb(t, &transport.HTTP{URL: web.URL()}, 1)
+	var sent, hits atomic.Int64
+	web.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasPrefix(r.Header.Get("Mcp-Method"), "notifications/") {
+			return false
+		}
+		hits.Add(1)
+		writeEndless(w, http.StatusOK, "application/json", &sent)
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), httpTimeout)
+	defer cancel()
+	if err := c.cs.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: 1}); err != nil {
+		t.Fatalf("NotifyProgress: %v", err)
+	}
+	if hits.Load() != 1 {
+		t.Fatalf("the server saw %d notifications; want 1", hits.Load())
+	}
+	if n := sent.Load(); n > 16<<20 {
+		t.Errorf("the server wrote %d MiB of a notification's answer before the client hung up", n>>20)
+	}
+}

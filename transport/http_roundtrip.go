@@ -118,7 +118,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case followed || (ok2xx && isEventStream(resp.Header.Get("Content-Type"))):
 		// Event streams are bounded per event by the SDK.
-	case ok2xx && req.Method == http.MethodPost:
+	case ok2xx && req.Method == http.MethodPost && expectsAnswer(req):
 		if ok, err := readAhead(resp, req.Method, g.url); !ok {
 			return fail(err)
 		}
