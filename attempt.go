@@ -42,7 +42,14 @@ func (s *Supervisor) attempt(g *generation) {
 	if so, ok := s.opts.Opener.(transport.SessionOptioner); ok {
 		sopts = so.SessionOptions()
 	}
-	cs, err := g.client.Connect(g.ctx, peerTransport{tg.Transport(), g}, sopts)
+	// The handshake and the initial listing run on contexts that end with
+	// them, not the generation's: the SDK's Streamable HTTP client reads
+	// an answered event stream to its end on its request's context, and
+	// a server may keep it open for good (docs/design.md §8). Connect's
+	// context bounds the handshake only; the session does not keep it.
+	hctx, hcancel := context.WithCancel(g.ctx)
+	cs, err := g.client.Connect(hctx, peerTransport{tg.Transport(), g}, sopts)
+	hcancel()
 	if err != nil {
 		// A handshake refused for want of a sign-in surfaces as a closed
 		// connection; a strict Start returns the cause.
@@ -51,14 +58,20 @@ func (s *Supervisor) attempt(g *generation) {
 	}
 	g.modern = modern(cs)
 	m := message{kind: mAttempt, gen: g.n, cs: cs}
-	if g.listLater {
+	switch {
+	case g.listLater:
 		// The request that started the server waits for this attempt:
 		// it goes out now, the lists follow (docs/design.md §20).
 		m.kinds = offered(cs)
 		s.reconcile(g.ctx, g, cs, "")
-	} else if m.lists, err = s.list(g.ctx, cs, offered(cs)); err != nil {
-		m.err = fmt.Errorf("initial %w", err)
-	} else {
+	default:
+		lctx, lcancel := context.WithCancel(g.ctx)
+		m.lists, err = s.list(lctx, cs, offered(cs))
+		lcancel()
+		if err != nil {
+			m.err = fmt.Errorf("initial %w", err)
+			break
+		}
 		// A kind the server no longer offers is an empty list: the
 		// previous generation's registrations of it must go.
 		m.lists.kinds = kindTools | kindPrompts | kindResources

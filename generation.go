@@ -149,13 +149,19 @@ func (g *generation) call(ctx context.Context, server, tool string, args any, pr
 // (a fresh context per request is usually cancelled right after it, and a
 // hook still registered would then fire and cost the callCtx).
 // A callCtx that was closed, or from which a context was derived, is never
-// reused. Over any other transport a caller that can never cancel gets the
-// generation's context carrying its values, and any other one a
-// context.WithCancel registered with the generation.
+// reused. Over any other transport a caller that can never cancel gets a
+// child of the generation's context carrying its values, and any other one a
+// context.WithCancel registered with the generation; either is cancelled
+// when the request returns.
 func (g *generation) begin(ctx context.Context) (sc callScope, ok bool) {
 	if !g.reuseContexts() {
 		if ctx.Done() == nil {
-			return callScope{ctx: genValues{Context: g.ctx, values: ctx}}, true
+			// Still a context that ends with the request: the SDK's
+			// Streamable HTTP client reads an answered event stream to
+			// its end on the request's context, and a server may keep it
+			// open for good (docs/design.md §8).
+			c, cancel := context.WithCancel(genValues{Context: g.ctx, values: ctx})
+			return callScope{ctx: c, cancel: cancel}, true
 		}
 		c, cancel := context.WithCancel(ctx)
 		id, ok := g.addCall(cancel)
@@ -251,8 +257,11 @@ func (g *generation) end(sc callScope) {
 		g.free = append(g.free, c)
 		return
 	}
-	if sc.cancel != nil {
+	switch {
+	case sc.id != 0:
 		g.removeCall(sc.id, sc.cancel)
+	case sc.cancel != nil:
+		sc.cancel()
 	}
 }
 

@@ -74,10 +74,22 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	release := func() { stop(); cancel() }
 	out := req.Clone(ctx)
 	t.withSecrets(out)
-	for k, v := range t.headers {
-		if out.Header.Get(k) == "" {
-			out.Header.Set(k, v)
+	// Only the endpoint's origin gets the configured headers (a redirect
+	// elsewhere is refused below; this holds whatever asks).
+	if t.toEndpointOrigin(out.URL) {
+		for k, v := range t.headers {
+			if out.Header.Get(k) == "" {
+				out.Header.Set(k, v)
+			}
 		}
+	}
+	fail := func(err error) (*http.Response, error) {
+		if ctx.Err() == nil && req.Method != http.MethodDelete {
+			g.noteFailure(err.Error())
+		}
+		release()
+		g.inflight.Done()
+		return nil, err
 	}
 	// Failures are kept for Exit, except the DELETE's: the SDK's Close
 	// sends it after a loss, and its failure would hide the cause.
@@ -91,8 +103,36 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	mark.saw(resp)
-	if resp.StatusCode >= 300 && req.Method != http.MethodDelete && !expectedRefusal(req, resp.StatusCode) {
+	if rerr := t.checkRedirect(out, resp); rerr != nil {
+		resp.Body.Close()
+		return fail(rerr)
+	}
+	// A redirect within the origin is followed by the client, through
+	// RoundTrip again: it is no failure.
+	followed := isFollowed(resp.StatusCode) && resp.Header.Get("Location") != ""
+	if resp.StatusCode >= 300 && !followed && req.Method != http.MethodDelete && !expectedRefusal(req, resp.StatusCode) {
 		g.noteFailure(fmt.Sprintf("%s %s: %s", req.Method, g.url, resp.Status))
+	}
+	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
+	switch {
+	case followed || (ok2xx && isEventStream(resp.Header.Get("Content-Type"))):
+		// Event streams are bounded per event by the SDK.
+	case ok2xx && req.Method == http.MethodPost && expectsAnswer(req):
+		if ok, err := readAhead(resp, req.Method, g.url); !ok {
+			return fail(err)
+		}
+	default:
+		limit := MaxPlainBody
+		if !ok2xx {
+			limit = MaxErrorBody
+		}
+		resp.Body = &cappedBody{rc: resp.Body, left: limit,
+			err: &BodyTooLargeError{Method: req.Method, URL: g.url, Status: resp.Status, Limit: limit},
+			over: func(e *BodyTooLargeError) {
+				if req.Method != http.MethodDelete {
+					g.noteFailure(e.Error())
+				}
+			}}
 	}
 	b := &trackedBody{rc: resp.Body, g: g, ctx: ctx, release: release,
 		label: fmt.Sprintf("%s %s", req.Method, g.url)}
