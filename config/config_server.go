@@ -34,7 +34,7 @@ var hostKeys = map[string]string{
 }
 
 // serverKeys are the keys mcpkeep reads in a server block.
-const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
+const serverKeys = "command, args, env, inheritEnv, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
 	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, disabledTools, includeTools, excludeTools, disabled"
 
 // server parses one server block; ok is false when it had errors.
@@ -65,6 +65,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		replaySafe               setting[bool]
 		lazy                     setting[bool]
 		idleStop                 setting[time.Duration]
+		inheritEnv               setting[bool]
 	)
 	for _, f := range members {
 		if f.null() {
@@ -84,6 +85,9 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "env":
 			envMembers, sc.Env, err = decodeStringMap(f)
 			env = f.path
+		case inheritEnvKey:
+			inheritEnv, err = decodeInheritEnv(f)
+			sc.InheritEnv = inheritEnv.v
 		case "cwd":
 			sc.Dir, err = decodeString(f)
 			cwd = f.path
@@ -174,6 +178,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	if transportType.set() {
 		p.warn(transportType.path, "ignored: the transport follows command or url")
 	}
+	p.checkInheritEnv(inheritEnv, sc.Transport)
 	switch sc.Transport {
 	case TransportStdio:
 		if headers != "" {
