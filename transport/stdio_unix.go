@@ -35,8 +35,8 @@ const stderrDrain = 100 * time.Millisecond
 // microseconds unless the Logger's handler is slow.
 const stderrCatchUp = 50 * time.Millisecond
 
-// Open spawns generation gen: a fresh process in its own process group,
-// with its stdin, stdout and stderr on pipes owned by mcpkeep. ctx only
+// Open spawns generation gen: a fresh process in its own session and
+// process group (see spawnAttr), with its stdin, stdout and stderr on pipes owned by mcpkeep. ctx only
 // bounds the start; the process lives until it exits or Terminate ends it.
 // On error nothing is left running, and the error is a *StartError naming
 // the command.
@@ -50,7 +50,7 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.environ()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = spawnAttr()
 	pidfd := askPidfd(cmd.SysProcAttr)
 
 	var pipes [3][2]*os.File // stdin, stdout, stderr: {read end, write end}
@@ -75,10 +75,16 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	// *os.File stdio makes exec hand the descriptors over as they are: no
 	// copying goroutines, so cmd.Wait returns when the child exits even if
 	// a grandchild holds the pipes.
+	endSpawn := beginSpawn()
 	if err := cmd.Start(); err != nil {
+		endSpawn()
 		closeAll()
 		return nil, &StartError{Command: s.Command, Err: err}
 	}
+	// Registered before an orphan reaper can see it (see owned): its
+	// zombie is its waiter's to reap.
+	ownLeader(cmd.Process.Pid)
+	endSpawn()
 	// The child has its copies; the parent's copies of the child's ends
 	// would keep EOF from ever coming.
 	pipes[0][0].Close()
@@ -125,6 +131,21 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	go g.forwardStderr()
 	go g.reap()
 	return g, nil
+}
+
+// spawnAttr starts the child in a new session (setsid) rather than only a
+// new process group: it leads its session and its group, so the group id
+// is still its pid and everything said of the group (signalling, the
+// zombie leader pinning it: see stdioGen) holds as with setpgid; and it
+// has no controlling terminal. Under a terminal, a child in a background
+// group of mcpkeep's session that reads /dev/tty (ssh, sudo, pinentry
+// asking for a password) is stopped by SIGTTIN and hangs, silently, until
+// the connect timeout; in a session of its own, opening /dev/tty fails at
+// once (ENXIO) and the child says so on stderr, which the loss log shows.
+// A terminal's Ctrl-C still reaches only mcpkeep, which tears the child
+// down.
+func spawnAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
 }
 
 // stdioHooks replace what a stdio generation does to its process group, in
@@ -270,6 +291,7 @@ func (g *stdioGen) reapLeader() {
 		status = err.Error()
 	}
 	g.setStatus(status)
+	disownLeader(g.pgid)
 	if g.onLeaderReaped != nil {
 		g.onLeaderReaped(g.pgid)
 	}
