@@ -69,7 +69,10 @@ type Server struct {
 	// environment at each spawn (expanding here too would expand twice and
 	// mangle a secret that contains "$").
 	Env map[string]string
-	Dir string // "cwd"
+	// InheritEnv ("inheritEnv") gives the child all of mcpkeep's
+	// environment, not only the base variables (transport.Stdio.InheritEnv).
+	InheritEnv bool
+	Dir        string // "cwd"
 
 	// http
 	URL string
@@ -125,7 +128,7 @@ func (s Server) Policy() *tools.Policy {
 // (Path aside).
 func (a Server) Equal(b Server) bool {
 	return a.Name == b.Name && a.Transport == b.Transport && a.Command == b.Command &&
-		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.Dir == b.Dir &&
+		equalStrings(a.Args, b.Args) && equalMaps(a.Env, b.Env) && a.InheritEnv == b.InheritEnv && a.Dir == b.Dir &&
 		a.URL == b.URL && equalMaps(a.Headers, b.Headers) && a.OAuth.equal(b.OAuth) && a.Reconnect == b.Reconnect &&
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&

@@ -17,12 +17,13 @@ func (s Server) Opener(logger *slog.Logger) (transport.Opener, error) {
 	switch s.Transport {
 	case TransportStdio:
 		return &transport.Stdio{
-			Command: s.Command,
-			Args:    append([]string(nil), s.Args...),
-			Env:     cloneMap(s.Env),
-			Dir:     s.Dir,
-			Logger:  logger,
-			Server:  s.Name,
+			Command:    s.Command,
+			Args:       append([]string(nil), s.Args...),
+			Env:        cloneMap(s.Env),
+			InheritEnv: s.InheritEnv,
+			Dir:        s.Dir,
+			Logger:     logger,
+			Server:     s.Name,
 		}, nil
 	case TransportHTTP:
 		h := &transport.HTTP{

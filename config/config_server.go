@@ -32,7 +32,7 @@ var hostKeys = map[string]string{
 }
 
 // serverKeys are the keys mcpkeep reads in a server block.
-const serverKeys = "command, args, env, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
+const serverKeys = "command, args, env, inheritEnv, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
 	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, disabledTools, includeTools, excludeTools, disabled, " + probeKeys
 
 // server parses one server block; ok is false when it had errors.
@@ -64,6 +64,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		lazy                     setting[bool]
 		idleStop                 setting[time.Duration]
 		probe                    probeFields
+		inheritEnv               setting[bool]
 	)
 	for _, f := range members {
 		if f.null() {
@@ -83,6 +84,9 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "env":
 			envMembers, sc.Env, err = decodeStringMap(f)
 			env = f.path
+		case inheritEnvKey:
+			inheritEnv, err = decodeInheritEnv(f)
+			sc.InheritEnv = inheritEnv.v
 		case "cwd":
 			sc.Dir, err = decodeString(f)
 			cwd = f.path
@@ -175,6 +179,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	if transportType.set() {
 		p.warn(transportType.path, "ignored: the transport follows command or url")
 	}
+	p.checkInheritEnv(inheritEnv, sc.Transport)
 	switch sc.Transport {
 	case TransportStdio:
 		if headers != "" {

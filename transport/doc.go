@@ -9,8 +9,10 @@
 // scripted in-memory transport with faults for tests.
 //
 // Stdio owns its server's process (docs/design.md §8). Each generation is a fresh
-// exec.Cmd in its own process group (so a terminal's Ctrl-C reaches
-// mcpkeep, which tears the server down, and not the server), with stdin,
+// exec.Cmd in its own session and process group (so a terminal's Ctrl-C
+// reaches mcpkeep, which tears the server down, and not the server, and a
+// server that opens /dev/tty fails at once instead of hanging), with
+// only the base environment (BaseEnv) plus its Env unless InheritEnv, stdin,
 // stdout and stderr on os.Pipes handed to mcp.IOTransport;
 // mcp.CommandTransport is not used
 // because it sees an exit only as stdout EOF, which a grandchild (npx, uvx,
@@ -34,9 +36,11 @@
 // group, and the child was reaped (polled: the OS has no event for an empty
 // group; a zombie member counts as gone, since init may reap orphans only
 // every few seconds, and the leader is one by design). A group that never
-// empties leaves Gone open, but every goroutine of the generation still
-// ends within TerminationWindow, except the one waiting for a child that
-// survives SIGKILL (it reaps it when it dies).
+// empties leaves Gone open, and every descriptor is released within
+// TerminationWindow; the group is then watched at a slow, growing interval
+// with its leader pinned, and Gone closes once it empties. As PID 1 (or a
+// child subreaper), StartReaper reaps the orphans servers leave, never a
+// live generation's leader.
 // Processes that leave the group (setsid, as some npx children do) are out
 // of reach. The last stderr lines are kept for Exit().StderrTail and
 // forwarded at Debug.

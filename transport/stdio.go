@@ -41,11 +41,16 @@ type Stdio struct {
 	// looked up in mcpkeep's own PATH (as os/exec does), not in Env's.
 	Command string
 	Args    []string
-	// Env is added to mcpkeep's environment (and wins over it). Values
-	// expand ${VAR} and $VAR from mcpkeep's environment at each Open
-	// (os.Expand semantics; unset variables expand to ""). Values never
-	// appear in logs or errors.
+	// Env is added to the child's environment (and wins over what it
+	// inherits). Values expand ${VAR} and $VAR from mcpkeep's environment
+	// at each Open (os.Expand semantics; unset variables expand to "").
+	// Values never appear in logs or errors.
 	Env map[string]string
+	// InheritEnv gives the child all of mcpkeep's environment. Without it
+	// the child inherits only the variables BaseEnv keeps (the user, home,
+	// PATH, locale, temp dir, proxies), so another server's secrets never
+	// reach it; Env adds the rest.
+	InheritEnv bool
 	// Dir is the child's working directory; empty means mcpkeep's.
 	Dir string
 	// Logger receives the child's stderr line by line at Debug, with
@@ -103,10 +108,14 @@ func (s *Stdio) logger() *slog.Logger {
 	return s.Logger
 }
 
-// environ is the child's environment: mcpkeep's, then Env expanded, in key
-// order (os/exec keeps the last value of a duplicate key).
+// environ is the child's environment: mcpkeep's (all of it, or what
+// BaseEnv keeps), then Env expanded, in key order (os/exec keeps the last
+// value of a duplicate key).
 func (s *Stdio) environ() []string {
 	env := os.Environ()
+	if !s.InheritEnv {
+		env = BaseEnv(env)
+	}
 	exp := ExpandEnv(s.Env, os.LookupEnv)
 	keys := make([]string, 0, len(exp))
 	for k := range exp {

@@ -5,6 +5,7 @@ package transport
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,9 +44,13 @@ func TestReadLines(t *testing.T) {
 	}
 }
 
-// A group that never empties (simulated) leaves Gone open, yet the
-// teardown ends within the termination window and leaks nothing.
+// A group that does not empty (simulated) leaves Gone open, yet the
+// teardown's bounded part ends within the termination window, releasing
+// the pipes; the leader stays pinned while the group is watched, and Gone
+// closes once the group empties.
 func TestStdioGroupThatNeverEmpties(t *testing.T) {
+	var alive atomic.Bool
+	alive.Store(true)
 	path, args, env := fixture.Command("normal")
 	m := map[string]string{}
 	for _, kv := range env {
@@ -57,7 +62,7 @@ func TestStdioGroupThatNeverEmpties(t *testing.T) {
 		// The stdin grace is long enough for the child to exit on its own
 		// on a loaded machine (the status says so), the others short.
 		StdinGrace: 500 * time.Millisecond, TermGrace: 50 * time.Millisecond, KillGrace: 50 * time.Millisecond,
-		hooks: &stdioHooks{groupAlive: func(int) bool { return true }},
+		hooks: &stdioHooks{groupAlive: func(int) bool { return alive.Load() }},
 	}
 	gen, err := s.Open(context.Background(), 1)
 	if err != nil {
@@ -78,13 +83,20 @@ func TestStdioGroupThatNeverEmpties(t *testing.T) {
 	if isClosed(g.Gone()) {
 		t.Error("Gone closed although the group never emptied")
 	}
-	select {
-	case <-g.leaderGone: // given up: the child itself was reaped, its waiter is gone too
-	case <-time.After(5 * time.Second):
-		t.Fatal("child not reaped")
+	if isClosed(g.leaderGone) {
+		t.Error("the leader was reaped while its group is watched")
 	}
 	if groupAlive(g.pgid) {
 		t.Error("child's group really alive")
+	}
+	alive.Store(false)
+	select {
+	case <-g.Gone():
+	case <-time.After(lateWatchMin + 5*time.Second):
+		t.Fatal("Gone did not close once the group emptied")
+	}
+	if !isClosed(g.leaderGone) {
+		t.Error("Gone closed before the leader was reaped")
 	}
 	if st := g.Exit().Status; st != "exit status 0" {
 		t.Errorf("status %q; want exit status 0 (stdin closed)", st)

@@ -371,6 +371,7 @@ func TestStdioEnvExpansionAndDir(t *testing.T) {
 			"MCPKEEP_TEST_OVERRIDDEN": "mine",
 		},
 		Dir:        dir,
+		InheritEnv: true,
 		StdinGrace: testStdinGrace, TermGrace: testTermGrace, KillGrace: testKillGrace,
 	}
 	g, pid := open(t, s)

@@ -35,8 +35,8 @@ const stderrDrain = 100 * time.Millisecond
 // microseconds unless the Logger's handler is slow.
 const stderrCatchUp = 50 * time.Millisecond
 
-// Open spawns generation gen: a fresh process in its own process group,
-// with its stdin, stdout and stderr on pipes owned by mcpkeep. ctx only
+// Open spawns generation gen: a fresh process in its own session and
+// process group (see spawnAttr), with its stdin, stdout and stderr on pipes owned by mcpkeep. ctx only
 // bounds the start; the process lives until it exits or Terminate ends it.
 // On error nothing is left running, and the error is a *StartError naming
 // the command.
@@ -50,7 +50,7 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.environ()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = spawnAttr()
 	pidfd := askPidfd(cmd.SysProcAttr)
 
 	var pipes [3][2]*os.File // stdin, stdout, stderr: {read end, write end}
@@ -75,10 +75,16 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	// *os.File stdio makes exec hand the descriptors over as they are: no
 	// copying goroutines, so cmd.Wait returns when the child exits even if
 	// a grandchild holds the pipes.
+	endSpawn := beginSpawn()
 	if err := cmd.Start(); err != nil {
+		endSpawn()
 		closeAll()
 		return nil, &StartError{Command: s.Command, Err: err}
 	}
+	// Registered before an orphan reaper can see it (see owned): its
+	// zombie is its waiter's to reap.
+	ownLeader(cmd.Process.Pid)
+	endSpawn()
 	// The child has its copies; the parent's copies of the child's ends
 	// would keep EOF from ever coming.
 	pipes[0][0].Close()
@@ -125,6 +131,21 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	go g.forwardStderr()
 	go g.reap()
 	return g, nil
+}
+
+// spawnAttr starts the child in a new session (setsid) rather than only a
+// new process group: it leads its session and its group, so the group id
+// is still its pid and everything said of the group (signalling, the
+// zombie leader pinning it: see stdioGen) holds as with setpgid; and it
+// has no controlling terminal. Under a terminal, a child in a background
+// group of mcpkeep's session that reads /dev/tty (ssh, sudo, pinentry
+// asking for a password) is stopped by SIGTTIN and hangs, silently, until
+// the connect timeout; in a session of its own, opening /dev/tty fails at
+// once (ENXIO) and the child says so on stderr, which the loss log shows.
+// A terminal's Ctrl-C still reaches only mcpkeep, which tears the child
+// down.
+func spawnAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
 }
 
 // stdioHooks replace what a stdio generation does to its process group, in
@@ -174,14 +195,16 @@ type stdioGen struct {
 	// leaderGone is closed by wait once the leader was reaped. Where the
 	// exit cannot be awaited without reaping (waitExited fails), that is
 	// before exited, and reap then never signals the group.
-	leaderGone     chan struct{}
-	stderrDone     chan struct{} // closed by forwardStderr on return
-	terminate      chan struct{} // closed by the first Terminate
-	termOnce       sync.Once
-	abort          chan struct{} // closed by the first Abort
-	abortOnce      sync.Once
-	gone           chan struct{} // closed by reap: the close barrier
-	reaped         chan struct{} // closed when reap returns, gone or not
+	leaderGone chan struct{}
+	stderrDone chan struct{} // closed by forwardStderr on return
+	terminate  chan struct{} // closed by the first Terminate
+	termOnce   sync.Once
+	abort      chan struct{} // closed by the first Abort
+	abortOnce  sync.Once
+	gone       chan struct{} // closed by reap: the close barrier
+	// reaped is closed by reap once the teardown's bounded part is done:
+	// Gone closed, or the group outlived the graces and is watched.
+	reaped         chan struct{}
 	groupAlive     func(pgid int) bool
 	signalGroup    func(pgid int, sig syscall.Signal) error
 	onLeaderReaped func(pgid int) // nil but in tests
@@ -270,6 +293,7 @@ func (g *stdioGen) reapLeader() {
 		status = err.Error()
 	}
 	g.setStatus(status)
+	disownLeader(g.pgid)
 	if g.onLeaderReaped != nil {
 		g.onLeaderReaped(g.pgid)
 	}
@@ -311,11 +335,12 @@ func (g *stdioGen) forwardStderr() {
 // stdin and wait StdinGrace (skipped, or cut short, by Abort); SIGTERM the
 // group and wait TermGrace; SIGKILL the group and wait KillGrace. Each wait
 // ends early once the child has exited and its group is empty; then the
-// leader is reaped and Gone closes. If that never happens, Gone stays open
-// (the supervisor goes stuck) and reap returns anyway. Either way reap lets
-// wait reap the leader only after its last signal (see stdioGen).
+// leader is reaped and Gone closes. If that does not happen within the
+// graces, reap releases the descriptors, closes reaped, and keeps watching
+// the group (watchLate) with its leader pinned: Gone closes once the group
+// empties, if ever (the supervisor is stuck until then). Either way reap
+// lets wait reap the leader only after its last signal (see stdioGen).
 func (g *stdioGen) reap() {
-	defer close(g.reaped)
 	select {
 	case <-g.exited:
 	case <-g.terminate:
@@ -351,40 +376,69 @@ func (g *stdioGen) reap() {
 		}
 		quiet = g.waitQuiet(g.graces[i+1], nil)
 	}
+	if !quiet {
+		// Given up: release every descriptor now, and watch the group
+		// at a slow pace; the leader stays pinned meanwhile, so the
+		// probe is of this group and no other.
+		g.stderr.f.Close()
+		<-g.stderrDone // prompt: closing the pipe ends its read
+		g.stdout.release()
+		g.log.Debug("stdio: process group did not end; watching it", "pgid", g.pgid)
+		close(g.reaped)
+		g.watchLate()
+		g.log.Debug("stdio: process group ended late", "pgid", g.pgid)
+	}
 	// No signal from here on: the leader may be reaped.
 	close(g.release)
-	if quiet {
-		// The leader has exited: reaping a zombie is prompt.
-		<-g.leaderGone
+	// The leader has exited: reaping a zombie is prompt.
+	<-g.leaderGone
+	if !quiet {
+		close(g.gone)
+		return
 	}
 
 	// Once the group is gone nobody writes stderr: let the reader take
 	// what is buffered, boundedly, then release every descriptor.
-	if quiet {
-		t := time.NewTimer(stderrDrain)
-		select {
-		case <-g.stderrDone:
-		case <-t.C:
-		}
-		t.Stop()
+	t := time.NewTimer(stderrDrain)
+	select {
+	case <-g.stderrDone:
+	case <-t.C:
 	}
+	t.Stop()
 	g.stderr.f.Close()
 	<-g.stderrDone // prompt: closing the pipe ends its read
-	if quiet {
-		// Let the SDK drain what the child wrote before it exited.
-		t := time.NewTimer(stderrDrain)
-		select {
-		case <-g.stdout.done:
-		case <-t.C:
-		}
-		t.Stop()
+	// Let the SDK drain what the child wrote before it exited.
+	t = time.NewTimer(stderrDrain)
+	select {
+	case <-g.stdout.done:
+	case <-t.C:
 	}
+	t.Stop()
 	g.stdout.release()
-	if !quiet {
-		g.log.Debug("stdio: process group did not end", "pgid", g.pgid)
-		return
-	}
+	close(g.reaped)
 	close(g.gone)
+}
+
+// Bounds of the watch over a group that outlived the teardown (a member
+// in uninterruptible sleep, on a dead NFS mount or a stuck device): the
+// OS gives no event for its end, so it is polled, slowly, for good.
+const (
+	lateWatchMin = time.Second
+	lateWatchMax = time.Minute
+)
+
+// watchLate returns once the child has exited and its group is empty,
+// probing at lateWatchMin, doubling up to lateWatchMax. Until then the
+// generation is stuck (Gone open); after, Gone closes: the late close
+// signal the supervisor waits for (docs/design.md §6).
+func (g *stdioGen) watchLate() {
+	for d := lateWatchMin; ; d = min(2*d, lateWatchMax) {
+		t := g.clock.Timer(d)
+		<-t.C
+		if isClosed(g.exited) && !g.groupAlive(g.pgid) {
+			return
+		}
+	}
 }
 
 // waitQuiet waits up to grace (on the clock) for the child to have exited

@@ -47,5 +47,8 @@ func cliCommand(t *testing.T, args ...string) *exec.Cmd {
 
 // fixtureArgs is the config entry of a fixture server in mode.
 func fixtureServer(t *testing.T, mode string) map[string]any {
-	return map[string]any{"command": testExe(t), "args": []string{"fixture", "--mode", mode}}
+	// The child gets only the base environment and its env: the
+	// variable that makes this binary mcpkeep must be given explicitly.
+	return map[string]any{"command": testExe(t), "args": []string{"fixture", "--mode", mode},
+		"env": map[string]string{envCLIChild: "1", "GORACE": strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")}}
 }

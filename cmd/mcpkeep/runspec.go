@@ -45,6 +45,11 @@ func (r runSpec) config() (*config.Config, error) {
 	} else {
 		srv["command"] = r.command[0]
 		srv["args"] = r.command[1:]
+		// The user types the command inline, as in a shell, and expects
+		// it to see their environment as a shell's command would; the
+		// allowlist guards a config file's servers from each other's
+		// secrets, and run has one server (docs/design.md §8).
+		srv["inheritEnv"] = true
 		if len(r.env) > 0 {
 			srv["env"] = r.env.m()
 		}

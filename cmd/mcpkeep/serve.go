@@ -17,6 +17,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/metrics"
 	"github.com/mcpkeep/mcpkeep/oauth"
 	"github.com/mcpkeep/mcpkeep/proxy"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,6 +42,9 @@ type serving struct {
 // the proxy shuts down in order.
 func (sv *serving) serve(stdout io.Writer) int {
 	relayGC()
+	// As a container's PID 1, nobody else reaps what servers' wrappers
+	// leave orphaned (docs/kubernetes.md).
+	defer transport.StartReaper(context.Background(), sv.log)()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
