@@ -137,7 +137,11 @@ func (s *Server) launch(caps *mcp.ClientCapabilities, version string) {
 // change; waiting that out before the host has its answer keeps the host
 // from hearing of lists it is about to read anyway.
 func (s *Server) settle() {
-	t := time.NewTimer(cmp.Or(s.opts.InitWait, DefaultInitWait))
+	wait := cmp.Or(s.opts.InitWait, DefaultInitWait)
+	if from := s.opts.InitWaitFrom; !from.IsZero() {
+		wait = max(0, wait-time.Since(from))
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-s.applied:

@@ -33,6 +33,10 @@ type Options struct {
 	// InitWait bounds how long the host's initialize waits for the
 	// servers' first connections; zero is DefaultInitWait.
 	InitWait time.Duration
+	// InitWaitFrom, when set, is the instant InitWait counts from (the
+	// host's clock: a stdio host times its server from the spawn, so the
+	// command gives its own start); zero counts from the servers' start.
+	InitWaitFrom time.Time
 	// Metrics counts relayed requests; nil counts nothing. Transitions
 	// reach metrics through Pool.Observer.
 	Metrics Metrics

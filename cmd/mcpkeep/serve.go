@@ -84,6 +84,9 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	if opts.InitWait == 0 {
 		opts.InitWait = sv.initWait
 	}
+	// A host times its server from the spawn: --init-wait counts from
+	// mcpkeep's own start, not from the host's first request.
+	opts.InitWaitFrom = processStart
 	opts.Pool.Cache = sv.cache
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
@@ -180,3 +183,6 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 		}
 	})
 }
+
+// processStart is when mcpkeep started, as near as the program can tell.
+var processStart = time.Now()

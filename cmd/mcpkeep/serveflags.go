@@ -28,7 +28,7 @@ func (s *serveFlags) register(cmd *cobra.Command) {
 	f.StringVar(&s.level, "log-level", "info", "`LEVEL`: debug | info | warn | error (debug adds the servers' stderr and the SDK's logs)")
 	f.StringVar(&s.trace, "trace", "", "append every lifecycle transition to `FILE` as JSON lines")
 	s.initWait = durationFlag{d: proxy.DefaultInitWait}
-	f.Var(&s.initWait, "init-wait", "the longest the host's initialize waits for the servers' first connects (a cached server does not hold it)")
+	f.Var(&s.initWait, "init-wait", "the longest the host's initialize waits for the servers' first connects, counted from mcpkeep's start (a cached server does not hold it)")
 	f.StringVar(&s.cacheDir, "cache-dir", "", "the catalog cache `DIR` (default: the user cache directory's mcpkeep)")
 	f.BoolVar(&s.noCache, "no-cache", false, "keep no catalog cache: every start waits for the servers' first connects")
 	s.listen.register(f)
