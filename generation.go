@@ -295,9 +295,10 @@ func callsKeepNoContext(tg transport.Generation) bool {
 	if _, ok := tg.(*transport.MemGen); ok {
 		return true
 	}
-	if _, ok := tg.(interface{ Pid() int }); ok { // transport.Stdio's generation
-		_, ok := tg.Transport().(*mcp.IOTransport)
-		return ok
+	switch tg.Transport().(type) {
+	case *mcp.IOTransport, interface{ KeepsNoRequestContext() }:
+		_, stdio := tg.(interface{ Pid() int }) // transport.Stdio's generation
+		return stdio
 	}
 	return false
 }

@@ -126,7 +126,7 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 		g.pidfd = *pidfd
 	}
 	g.watch = newStallWatch(g.log, s.Server, gen, g.stdin, g.stdout)
-	g.transport = &mcp.IOTransport{Reader: stallReader{g.stdout, g.watch}, Writer: g.watch}
+	g.transport = &Lines{Reader: stallReader{g.stdout, g.watch}, Writer: g.watch}
 	go g.wait()
 	go g.forwardStderr()
 	go g.reap()
@@ -183,7 +183,7 @@ type stdioGen struct {
 	stdout    *stdoutReader
 	watch     *stallWatch   // the write watchdog over stdin and stdout
 	stderr    *stderrReader // its file is closed by reap
-	transport *mcp.IOTransport
+	transport *Lines
 
 	// exited is closed by wait once the child has exited (Exit().Status
 	// is known) and its loss is visible to the SDK; the child is normally

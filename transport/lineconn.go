@@ -1,0 +1,195 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxLine bounds one message read from a stdio peer, as the SDK's own
+// stdio connection does (mcp.DefaultMaxLineLength): a peer that writes an
+// endless line costs at most this much memory, then its connection ends.
+const MaxLine = mcp.DefaultMaxLineLength
+
+// ErrLineTooLong is wrapped by a Lines connection's read error when a
+// message exceeds MaxLine; the connection is unusable after it.
+var ErrLineTooLong = errors.New("stdio: a message is longer than the limit")
+
+// Lines is an mcp.Transport over a byte stream of newline-delimited
+// JSON-RPC messages (MCP's stdio framing), a transport's job done without
+// the SDK's IOTransport overheads (docs/design.md §8): the SDK reads each
+// message on a goroutine of its own and hands it over a channel, scans it
+// once to find its end (json.Decoder) and twice more to decode it. Lines
+// reads on the caller's goroutine, finds the end with a byte search, and
+// decodes the envelope once with jsonrpc.DecodeMessage (params and results
+// stay raw, as the SDK keeps them); writes reuse one buffer. What the SDK
+// does with the messages is unchanged.
+//
+// Fidelity: a line that is not a whole JSON value (a peer that
+// pretty-prints, against the spec) is joined with the next lines until it
+// is, as the SDK's decoder would read it; a JSON array (a batch, before
+// 2025-06-18) is split into its messages. Answers to a batch go out one by
+// one, not as a batch.
+//
+// Reader's Close must wake a blocked Read (the stdio generation's reader
+// does); Close closes Writer, then Reader.
+type Lines struct {
+	Reader io.ReadCloser
+	Writer io.WriteCloser
+}
+
+// Connect implements mcp.Transport; call it once.
+func (t *Lines) Connect(context.Context) (mcp.Connection, error) {
+	return &lineConn{r: bufio.NewReaderSize(t.Reader, 64<<10), rc: t.Reader, w: t.Writer}, nil
+}
+
+// KeepsNoRequestContext: nothing of a request's context outlives the
+// request on a Lines connection (Read and Write use it synchronously).
+func (t *Lines) KeepsNoRequestContext() {}
+
+type lineConn struct {
+	r      *bufio.Reader
+	rc     io.Closer
+	readMu sync.Mutex
+	queue  []jsonrpc.Message // the rest of a batch
+	line   []byte            // the current message, when it spans reads
+
+	writeMu sync.Mutex
+	w       io.WriteCloser
+	buf     []byte
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (c *lineConn) SessionID() string { return "" }
+
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return m, nil
+	}
+	c.line = c.line[:0]
+	for {
+		data, err := c.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == 0 {
+			c.line = c.line[:0]
+			continue // a blank line between messages
+		}
+		msgs, err := decodeLine(data)
+		if err != nil && incomplete(data) {
+			// A message over several lines: read on.
+			c.line = append(c.line, '\n')
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) == 0 {
+			c.line = c.line[:0]
+			continue // an empty batch carries nothing
+		}
+		c.queue = msgs[1:]
+		return msgs[0], nil
+	}
+}
+
+// readLine appends the next line to c.line and returns c.line trimmed:
+// the message so far, valid until the next Read.
+func (c *lineConn) readLine() ([]byte, error) {
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		if len(c.line)+len(chunk) > MaxLine {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrLineTooLong, MaxLine)
+		}
+		c.line = append(c.line, chunk...)
+		switch {
+		case err == nil:
+			return bytes.TrimSpace(c.line), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(bytes.TrimSpace(c.line)) > 0:
+			return nil, fmt.Errorf("stdio: the stream ended inside a message: %w (%w)", io.ErrUnexpectedEOF, err)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// decodeLine decodes one message, or a batch (a JSON array) into its
+// messages, with the SDK's decoder.
+func decodeLine(data []byte) ([]jsonrpc.Message, error) {
+	if data[0] != '[' {
+		m, err := jsonrpc.DecodeMessage(data)
+		if err != nil {
+			return nil, err
+		}
+		return []jsonrpc.Message{m}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, fmt.Errorf("stdio: bad batch: %w", err)
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	for _, raw := range raws {
+		m, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+// incomplete reports whether data is the start of a JSON value that goes
+// on past its end, rather than a broken one (only asked of data that did
+// not decode).
+func incomplete(data []byte) bool {
+	var v json.RawMessage
+	err := json.NewDecoder(bytes.NewReader(data)).Decode(&v)
+	return errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	// One Write per message, its newline included: a write that fails
+	// delivered no whole message (stallWatch relies on it).
+	c.buf = append(append(c.buf[:0], data...), '\n')
+	_, err = c.w.Write(c.buf)
+	if cap(c.buf) > 1<<20 {
+		c.buf = nil // do not keep a huge message's buffer
+	}
+	return err
+}
+
+func (c *lineConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = errors.Join(c.w.Close(), c.rc.Close())
+	})
+	return c.closeErr
+}
