@@ -21,7 +21,7 @@ const MaxLine = mcp.DefaultMaxLineLength
 
 // ErrLineTooLong is wrapped by a Lines connection's read error when a
 // message exceeds MaxLine; the connection is unusable after it.
-var ErrLineTooLong = errors.New("stdio: a message is longer than the limit")
+var ErrLineTooLong = errors.New("stdio: a message exceeds the maximum line length")
 
 // Lines is an mcp.Transport over a byte stream of newline-delimited
 // JSON-RPC messages (MCP's stdio framing), a transport's job done without
@@ -82,6 +82,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		m := c.queue[0]
 		c.queue = c.queue[1:]
 		return m, nil
+	}
+	if cap(c.line) > 1<<20 {
+		c.line = nil // do not keep a huge message's buffer (the SDK copies what it keeps)
 	}
 	c.line = c.line[:0]
 	for {
