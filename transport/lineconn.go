@@ -83,9 +83,6 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	if cap(c.line) > 1<<20 {
-		c.line = nil // do not keep a huge message's buffer (the SDK copies what it keeps)
-	}
 	c.line = c.line[:0]
 	for {
 		data, err := c.readLine()
@@ -97,6 +94,11 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue // a blank line between messages
 		}
 		msgs, err := decodeLine(data)
+		if err == nil && cap(c.line) > 1<<20 {
+			// Do not keep a huge message's buffer alive while it is relayed
+			// (the decoded message holds copies of what it keeps).
+			c.line = nil
+		}
 		if err != nil && incomplete(data) {
 			// A message over several lines: read on.
 			c.line = append(c.line, '\n')
@@ -121,6 +123,14 @@ func (c *lineConn) readLine() ([]byte, error) {
 		chunk, err := c.r.ReadSlice('\n')
 		if len(c.line)+len(chunk) > MaxLine {
 			return nil, fmt.Errorf("%w (%d bytes)", ErrLineTooLong, MaxLine)
+		}
+		if need := len(c.line) + len(chunk); need > cap(c.line) {
+			// Double: append grows a large slice by a quarter at a time,
+			// which for a 16 MiB line leaves about five times its size
+			// in garbage.
+			grown := make([]byte, len(c.line), max(need, 2*cap(c.line)))
+			copy(grown, c.line)
+			c.line = grown
 		}
 		c.line = append(c.line, chunk...)
 		switch {

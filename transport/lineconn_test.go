@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -169,3 +170,31 @@ func (w *writeLog) Write(p []byte) (int, error) {
 }
 
 func (w *writeLog) Close() error { return nil }
+
+// A large message costs no more to read than through the SDK's own
+// IOTransport (measured side by side). append grows a large slice by a
+// quarter at a time, each step leaving the last as garbage: before Lines
+// doubled its buffer itself, an 8 MiB message cost 88 MiB, and the proxy's
+// GC setting let that pile up past the hostile suite's RSS bound.
+func TestLinesLargeMessageAllocations(t *testing.T) {
+	const size = 8 << 20
+	line := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` +
+		strings.Repeat("x", size) + `"}}` + "\n"
+	cost := func(tr mcp.Transport) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		msgs, _ := readAll(t, tr)
+		runtime.ReadMemStats(&after)
+		if len(msgs) != 1 {
+			t.Fatalf("%T read %d messages", tr, len(msgs))
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	lines := cost(&transport.Lines{Reader: io.NopCloser(strings.NewReader(line)), Writer: nopWriteCloser{io.Discard}})
+	sdk := cost(&mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(line)), Writer: nopWriteCloser{io.Discard}})
+	t.Logf("an %d MiB message: Lines allocated %d MiB, IOTransport %d MiB", size>>20, lines>>20, sdk>>20)
+	if float64(lines) > 1.05*float64(sdk) {
+		t.Errorf("Lines allocated %d MiB for an %d MiB message, the SDK's IOTransport %d MiB", lines>>20, size>>20, sdk>>20)
+	}
+}
