@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -83,6 +84,11 @@ func printServer(w io.Writer, sc config.Server) {
 		if len(sc.Env) > 0 {
 			row("env", "%s (values not shown)", strings.Join(sortedKeys(sc.Env), " "))
 		}
+		if sc.InheritEnv {
+			row("environ", "all of mcpkeep's environment (inheritEnv)")
+		} else {
+			row("environ", "the base variables (PATH, HOME, the locale, proxies, ...) and env; not mcpkeep's others")
+		}
 		if sc.Dir != "" {
 			row("cwd", "%s", sc.Dir)
 		}
@@ -91,6 +97,7 @@ func printServer(w io.Writer, sc config.Server) {
 		if len(sc.Headers) > 0 {
 			row("headers", "%s (values not shown)", strings.Join(sortedKeys(sc.Headers), " "))
 		}
+		row("probe", "%s", describeProbe(sc.Probe))
 	}
 	p := sc.Reconnect
 	if !p.Enabled {
@@ -195,4 +202,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// describeProbe says how a url server's health is probed when no event
+// stream watches its session (docs/design.md §8).
+func describeProbe(p config.Probe) string {
+	every := fmt.Sprintf("every %v (%v on a loopback URL)", transport.DefaultProbeInterval, transport.DefaultLocalProbeInterval)
+	if p.Interval > 0 {
+		every = fmt.Sprintf("every %v", p.Interval)
+	}
+	timeout := cmp.Or(p.Timeout, transport.DefaultProbeTimeout)
+	failures := cmp.Or(p.Failures, transport.DefaultProbeFailures)
+	return fmt.Sprintf("%s while no event stream watches the session, timeout %v; %d failures in a row end the connection; "+
+		"429 and 503 with Retry-After count as alive", every, timeout, failures)
 }

@@ -36,6 +36,7 @@ func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
 		"files (mcpServers.files)",
 		"transport   stdio: sh -c exit",
 		"env         TOKEN (values not shown)",
+		"environ     the base variables (PATH, HOME, the locale, proxies, ...) and env",
 		"schedule    500ms, 1s, 2s, 4s, 8s, 16s, 30s ×4",
 		"gives up    2m31.5s after the first failure",
 		"stability   30s established resets the retry budget",
@@ -47,6 +48,7 @@ func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
 		"web (mcpServers.web)",
 		"transport   http: https://example.com/mcp",
 		"headers     Authorization (values not shown)",
+		"probe       every 15s (1s on a loopback URL) while no event stream watches the session, timeout 5s; 2 failures in a row",
 		"schedule    500ms, 1s, 2s, 4s, 8s, 16s, 30s ×4 (each wait shortened by up to 50% by jitter)",
 	} {
 		if !strings.Contains(out, want) {
