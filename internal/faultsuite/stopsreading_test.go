@@ -36,8 +36,10 @@ func TestFaultStdioServerStopsReading(t *testing.T) {
 	}()
 	small := make(chan error, 1)
 	go func() {
-		// Behind the big write (the SDK writes one message at a time).
-		time.Sleep(50 * time.Millisecond)
+		// Behind the big write (the SDK writes one message at a time),
+		// which blocks at once on the full pipe and trips after the
+		// 500 ms bound: 200 ms leaves room both ways on a loaded machine.
+		time.Sleep(200 * time.Millisecond)
 		res, err := sup.Call(ctx, "echo", map[string]any{"text": "small"}, &mcpkeep.CallOptions{WaitForReady: true})
 		if err == nil && res.Content[0].(*mcp.TextContent).Text != "small" {
 			err = errors.New("wrong answer")
