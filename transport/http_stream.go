@@ -106,13 +106,25 @@ func (k *keptStream) reopen(cur *trackedBody, readErr error) bool {
 		k.short = 0
 	}
 
-	req := k.req.Clone(context.WithValue(k.req.Context(), reopenKey{}, true))
-	if id := k.sse.lastID; id != "" {
-		req.Header.Set("Last-Event-ID", id)
+	resp, err := k.send()
+	for wait := streamConflictWait; err == nil && resp.StatusCode == http.StatusConflict && wait <= streamConflictMax; wait *= 2 {
+		// The server has not seen the old stream's end yet (an SDK server
+		// allows one standalone stream per session): ask again shortly.
+		resp.Body.Close()
+		t := g.clock.Timer(wait)
+		select {
+		case <-t.C:
+		case <-g.endCtx.Done():
+			t.Stop()
+			return false
+		case <-k.req.Context().Done():
+			t.Stop()
+			return false
+		}
+		resp, err = k.send()
 	}
-	resp, err := k.t.RoundTrip(req)
 	if err != nil {
-		if req.Context().Err() == nil {
+		if k.req.Context().Err() == nil && g.endCtx.Err() == nil {
 			g.endItself(fmt.Sprintf("%s; reopening it failed: %v", what, err))
 		}
 		return false
@@ -136,6 +148,24 @@ func (k *keptStream) reopen(cur *trackedBody, readErr error) bool {
 	cur.Close()
 	g.log.Debug("http: standalone event stream cut; reopened", "cuts", cuts, "lived", lived, "err", readErr)
 	return true
+}
+
+// streamConflictWait and streamConflictMax: a reopen answered 409 (the
+// server still holds the old stream: it learns of a cut only when it next
+// writes or its connection closes) is asked again after 25 ms, doubling,
+// the last wait 1.6 s (3.2 s in all); then the generation ends.
+const (
+	streamConflictWait = 25 * time.Millisecond
+	streamConflictMax  = 1600 * time.Millisecond
+)
+
+// send sends the stream's GET again, with the last event ID seen.
+func (k *keptStream) send() (*http.Response, error) {
+	req := k.req.Clone(context.WithValue(k.req.Context(), reopenKey{}, true))
+	if id := k.sse.lastID; id != "" {
+		req.Header.Set("Last-Event-ID", id)
+	}
+	return k.t.RoundTrip(req)
 }
 
 // Close ends the stream for good; the teardown may close the current body
