@@ -211,7 +211,9 @@ func TestStdioCrashLoopExhausts(t *testing.T) {
 // and the in-flight calls fail with that error. It is a race, a few percent
 // of generations; many short generations of exit-after=0 expose it.
 func TestStdioLossIsEOFNotClosedPipe(t *testing.T) {
-	const gens = 60
+	// 40 generations: each spawns the race-built test binary, and 60 came
+	// near the 10 s wait on a loaded 2-core machine.
+	const gens = 40
 	r := newE2E(t, e2eConfig{
 		Mode: e2eModes("exit-after=0"),
 		Tweak: func(o *Options) {
