@@ -66,7 +66,7 @@ func (s *Supervisor) attempt(g *generation) {
 		s.reconcile(g.ctx, g, cs, "")
 	default:
 		lctx, lcancel := context.WithCancel(g.ctx)
-		m.lists, err = s.list(lctx, cs, offered(cs))
+		m.lists, err = s.list(lctx, cs, offered(cs), true)
 		lcancel()
 		if err != nil {
 			m.err = fmt.Errorf("initial %w", err)
@@ -96,7 +96,7 @@ func (s *Supervisor) syncLists(g *generation, k listKinds) {
 	timeout := fmt.Errorf("mcpkeep: server %q gen %d: sync took longer than the connect timeout (%s): %w",
 		s.opts.Name, g.n, s.opts.ConnectTimeout, ErrConnectTimeout)
 	t := s.opts.Clock.AfterFunc(s.opts.ConnectTimeout, func() { cancel(timeout) })
-	l, err := s.list(ctx, g.cs, k)
+	l, err := s.list(ctx, g.cs, k, false)
 	t.Stop()
 	if err != nil && g.ctx.Err() == nil && errors.Is(context.Cause(ctx), ErrConnectTimeout) {
 		err = fmt.Errorf("%w (%w)", timeout, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"sync"
 
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -81,62 +82,92 @@ type rawLists struct {
 // not implement (method not found) is empty rather than an error: many
 // servers advertise resources without templates. Every kind is bounded
 // (see pages).
-func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds listKinds) (*lists, error) {
+func (s *Supervisor) list(ctx context.Context, cs *mcp.ClientSession, kinds listKinds, concurrent bool) (*lists, error) {
 	l := &lists{kinds: kinds}
 	name, lim := s.opts.Name, s.opts.limits
-	if kinds&kindTools != 0 {
-		ts, err := pages(ctx, name, "tools/list", lim.MaxTools, tools.LimitMaxTools, false,
-			func(ctx context.Context, c string) ([]*mcp.Tool, string, error) {
-				r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
-				if err != nil {
-					return nil, "", err
-				}
-				return r.Tools, r.NextCursor, nil
-			})
-		if err != nil {
-			return nil, err
+	// concurrent (a connect's listing): the kinds are listed at once,
+	// each its pages in order, so a connect waits for the slowest list,
+	// not for the sum of four round trips (docs/design.md §6). A re-sync
+	// lists its kinds one after the other: syncs never overlap (R21, R31).
+	// The first failure cancels the rest and is the one returned.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	run := func(fn func() error) {
+		fail := func(err error) {
+			if err != nil {
+				errOnce.Do(func() { firstErr = err; cancel() })
+			}
 		}
-		l.raw.tools = ts
+		if !concurrent {
+			if ctx.Err() == nil {
+				fail(fn())
+			}
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fail(fn())
+		}()
+	}
+	if kinds&kindTools != 0 {
+		run(func() (err error) {
+			l.raw.tools, err = pages(ctx, name, "tools/list", lim.MaxTools, tools.LimitMaxTools, false,
+				func(ctx context.Context, c string) ([]*mcp.Tool, string, error) {
+					r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+					if err != nil {
+						return nil, "", err
+					}
+					return r.Tools, r.NextCursor, nil
+				})
+			return err
+		})
 	}
 	if kinds&kindPrompts != 0 {
-		ps, err := pages(ctx, name, "prompts/list", lim.MaxPrompts, tools.LimitMaxPrompts, true,
-			func(ctx context.Context, c string) ([]*mcp.Prompt, string, error) {
-				r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
-				if err != nil {
-					return nil, "", err
-				}
-				return r.Prompts, r.NextCursor, nil
-			})
-		if err != nil {
-			return nil, err
-		}
-		l.raw.prompts = ps
+		run(func() (err error) {
+			l.raw.prompts, err = pages(ctx, name, "prompts/list", lim.MaxPrompts, tools.LimitMaxPrompts, true,
+				func(ctx context.Context, c string) ([]*mcp.Prompt, string, error) {
+					r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: c})
+					if err != nil {
+						return nil, "", err
+					}
+					return r.Prompts, r.NextCursor, nil
+				})
+			return err
+		})
 	}
 	if kinds&kindResources != 0 {
-		rs, err := pages(ctx, name, "resources/list", lim.MaxResources, tools.LimitMaxResources, true,
-			func(ctx context.Context, c string) ([]*mcp.Resource, string, error) {
-				r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: c})
-				if err != nil {
-					return nil, "", err
-				}
-				return r.Resources, r.NextCursor, nil
-			})
-		if err != nil {
-			return nil, err
-		}
-		l.raw.resources = rs
-		ts, err := pages(ctx, name, "resources/templates/list", lim.MaxTemplates, tools.LimitMaxTemplates, true,
-			func(ctx context.Context, c string) ([]*mcp.ResourceTemplate, string, error) {
-				r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
-				if err != nil {
-					return nil, "", err
-				}
-				return r.ResourceTemplates, r.NextCursor, nil
-			})
-		if err != nil {
-			return nil, err
-		}
-		l.raw.templates = ts
+		run(func() (err error) {
+			l.raw.resources, err = pages(ctx, name, "resources/list", lim.MaxResources, tools.LimitMaxResources, true,
+				func(ctx context.Context, c string) ([]*mcp.Resource, string, error) {
+					r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: c})
+					if err != nil {
+						return nil, "", err
+					}
+					return r.Resources, r.NextCursor, nil
+				})
+			return err
+		})
+		run(func() (err error) {
+			l.raw.templates, err = pages(ctx, name, "resources/templates/list", lim.MaxTemplates, tools.LimitMaxTemplates, true,
+				func(ctx context.Context, c string) ([]*mcp.ResourceTemplate, string, error) {
+					r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: c})
+					if err != nil {
+						return nil, "", err
+					}
+					return r.ResourceTemplates, r.NextCursor, nil
+				})
+			return err
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	return l, s.build(l)
 }

@@ -173,6 +173,14 @@ func (f *protoFixture) listCount(gen uint64, method string) int {
 	return f.lists[protoKey{gen, method}]
 }
 
+// resetMostListing forgets the most list requests seen at once so far
+// (a connect lists its kinds at once; syncs may not overlap).
+func (f *protoFixture) resetMostListing(gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maxListing[gen] = f.listing[gen]
+}
+
 func (f *protoFixture) mostListing(gen uint64) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
