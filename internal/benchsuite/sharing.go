@@ -2,6 +2,7 @@ package benchsuite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,34 +24,123 @@ import (
 // and one tool called.
 const shareSessions, shareServers = 5, 2
 
-type sharingResult struct {
+// EnvEverything names a directory where `npm install --prefix DIR
+// @modelcontextprotocol/server-everything` was run (make bench does it
+// when node and npm are on PATH): the sharing rows are then measured with
+// that real server too, which the target is stated for.
+const EnvEverything = "MCPKEEP_BENCH_EVERYTHING_DIR"
+
+// shareServer is what each of the M servers runs, and the tool the hosts
+// call.
+type shareServer struct {
+	about    string // for the rows
+	command  string
+	args     []string
+	env      map[string]string
+	tool     string
+	toolArgs map[string]any
+}
+
+func fixtureShare() shareServer {
+	path, args, envList := fixture.Command("normal")
+	env := map[string]string{}
+	for _, kv := range envList {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return shareServer{about: "fixture servers", command: path, args: args, env: env,
+		tool: "echo", toolArgs: map[string]any{"text": "x"}}
+}
+
+// everythingShare is server-everything from EnvEverything, or why not.
+func everythingShare() (shareServer, string) {
+	dir := os.Getenv(EnvEverything)
+	if dir == "" {
+		return shareServer{}, EnvEverything + " is not set (make bench sets it when node and npm are on PATH)"
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return shareServer{}, "node is not on PATH"
+	}
+	pkgDir := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything")
+	data, err := os.ReadFile(filepath.Join(pkgDir, "package.json"))
+	if err != nil {
+		return shareServer{}, err.Error()
+	}
+	var pkg struct {
+		Version string          `json:"version"`
+		Bin     json.RawMessage `json:"bin"`
+	}
+	if err := json.Unmarshal(data, &pkg); err != nil {
+		return shareServer{}, err.Error()
+	}
+	var bin string
+	if json.Unmarshal(pkg.Bin, &bin) != nil {
+		var bins map[string]string
+		_ = json.Unmarshal(pkg.Bin, &bins)
+		bin = bins["mcp-server-everything"]
+	}
+	if bin == "" {
+		return shareServer{}, "server-everything's package.json names no bin"
+	}
+	return shareServer{about: "server-everything " + pkg.Version + " (Node) servers", command: node,
+		args: []string{filepath.Join(pkgDir, filepath.FromSlash(bin)), "stdio"},
+		tool: "echo", toolArgs: map[string]any{"message": "x"}}, ""
+}
+
+// sharingCols are the three columns of one kind of server.
+type sharingCols struct {
+	about                string
 	direct, shared, lazy uint64 // bytes, summed over the processes
 	procs                [3]int // processes counted per column
 }
 
+type sharingResult struct {
+	fixture sharingCols
+	real    *sharingCols // nil: not measured (realWhy says why)
+	realWhy string
+}
+
 func runSharing(ctx context.Context, cfg Config, b *proxyBuild) (*sharingResult, error) {
 	res := &sharingResult{}
-	var err error
-	if res.direct, res.procs[0], err = sharingDirect(ctx); err != nil {
-		return nil, fmt.Errorf("direct: %w", err)
+	cols, err := sharingOf(ctx, cfg, b, fixtureShare(), "fixture")
+	if err != nil {
+		return nil, err
 	}
-	cfg.progress("  sharing: direct done")
-	cacheDir := filepath.Join(b.dir, "sharing-cache")
-	if res.shared, res.procs[1], err = sharingProxy(ctx, b, cacheDir, false); err != nil {
-		return nil, fmt.Errorf("through the proxy: %w", err)
+	res.fixture = *cols
+	sv, why := everythingShare()
+	if why != "" {
+		res.realWhy = why
+		return res, nil
 	}
-	// The eager run above warmed the cache the lazy run starts from.
-	if res.lazy, res.procs[2], err = sharingProxy(ctx, b, cacheDir, true); err != nil {
-		return nil, fmt.Errorf("lazy: %w", err)
+	if res.real, err = sharingOf(ctx, cfg, b, sv, "everything"); err != nil {
+		return nil, fmt.Errorf("%s: %w", sv.about, err)
 	}
-	cfg.progress("  sharing: proxy and lazy done")
 	return res, nil
 }
 
-// sharingDirect spawns N×M fixture processes as N hosts would, each
+func sharingOf(ctx context.Context, cfg Config, b *proxyBuild, sv shareServer, key string) (*sharingCols, error) {
+	res := &sharingCols{about: sv.about}
+	var err error
+	if res.direct, res.procs[0], err = sharingDirect(ctx, sv); err != nil {
+		return nil, fmt.Errorf("direct: %w", err)
+	}
+	cfg.progress("  sharing (%s): direct done", sv.about)
+	cacheDir := filepath.Join(b.dir, "sharing-cache-"+key)
+	if res.shared, res.procs[1], err = sharingProxy(ctx, b, cacheDir, false, sv, key); err != nil {
+		return nil, fmt.Errorf("through the proxy: %w", err)
+	}
+	// The eager run above warmed the cache the lazy run starts from.
+	if res.lazy, res.procs[2], err = sharingProxy(ctx, b, cacheDir, true, sv, key); err != nil {
+		return nil, fmt.Errorf("lazy: %w", err)
+	}
+	cfg.progress("  sharing (%s): proxy and lazy done", sv.about)
+	return res, nil
+}
+
+// sharingDirect spawns N×M server processes as N hosts would, each
 // listed and called once, and sums their RSS.
-func sharingDirect(ctx context.Context) (uint64, int, error) {
-	path, args, env := fixture.Command("normal")
+func sharingDirect(ctx context.Context, sv shareServer) (uint64, int, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-host", Version: "1.0.0"}, nil)
 	var sessions []*mcp.ClientSession
 	defer func() {
@@ -60,8 +150,11 @@ func sharingDirect(ctx context.Context) (uint64, int, error) {
 	}()
 	var pids []int
 	for range shareSessions * shareServers {
-		cmd := exec.Command(path, args...)
-		cmd.Env = append(os.Environ(), env...)
+		cmd := exec.Command(sv.command, sv.args...)
+		cmd.Env = os.Environ()
+		for k, v := range sv.env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
 		cctx, cancel := within(ctx)
 		cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
@@ -69,7 +162,7 @@ func sharingDirect(ctx context.Context) (uint64, int, error) {
 			return 0, 0, err
 		}
 		sessions = append(sessions, cs)
-		err = listAndCall(cctx, cs, "echo")
+		err = listAndCall(cctx, cs, sv.tool, sv.toolArgs)
 		cancel()
 		if err != nil {
 			return 0, 0, err
@@ -83,20 +176,20 @@ func sharingDirect(ctx context.Context) (uint64, int, error) {
 // sharingProxy runs one --listen proxy of M servers (lazy or eager, with
 // cacheDir), connects N hosts that list the tools and call s0's echo, and
 // sums the RSS of the proxy and of its servers.
-func sharingProxy(ctx context.Context, b *proxyBuild, cacheDir string, lazy bool) (uint64, int, error) {
+func sharingProxy(ctx context.Context, b *proxyBuild, cacheDir string, lazy bool, sv shareServer, key string) (uint64, int, error) {
 	servers := map[string]any{}
 	for i := range shareServers {
-		s := fixtureServer("")
+		s := map[string]any{"command": sv.command, "args": sv.args, "env": sv.env}
 		if lazy {
 			s["start"] = "lazy"
 		}
 		servers[fmt.Sprintf("s%d", i)] = s
 	}
-	cfgPath := filepath.Join(b.dir, fmt.Sprintf("sharing-lazy-%v.json", lazy))
+	cfgPath := filepath.Join(b.dir, fmt.Sprintf("sharing-%s-lazy-%v.json", key, lazy))
 	if err := writeConfig(cfgPath, servers); err != nil {
 		return 0, 0, err
 	}
-	lp, err := startListening(ctx, b, cfgPath, fmt.Sprintf("sharing-lazy-%v", lazy), "--cache-dir", cacheDir)
+	lp, err := startListening(ctx, b, cfgPath, fmt.Sprintf("sharing-%s-lazy-%v", key, lazy), "--cache-dir", cacheDir)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -115,7 +208,7 @@ func sharingProxy(ctx context.Context, b *proxyBuild, cacheDir string, lazy bool
 		cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
 		if err == nil {
 			sessions = append(sessions, cs)
-			err = listAndCall(cctx, cs, "s0__echo")
+			err = listAndCall(cctx, cs, "s0__"+sv.tool, sv.toolArgs)
 		}
 		cancel()
 		if err != nil {
@@ -136,7 +229,7 @@ func sharingProxy(ctx context.Context, b *proxyBuild, cacheDir string, lazy bool
 
 // listAndCall lists the tools (every server's, through the proxy: until
 // the list has the tool) and calls tool once.
-func listAndCall(ctx context.Context, cs *mcp.ClientSession, tool string) error {
+func listAndCall(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) error {
 	for {
 		lt, err := cs.ListTools(ctx, nil)
 		if err != nil {
@@ -155,7 +248,7 @@ func listAndCall(ctx context.Context, cs *mcp.ClientSession, tool string) error 
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "x"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err == nil && res.IsError {
 		err = fmt.Errorf("%s: tool error", tool)
 	}
@@ -198,21 +291,38 @@ func rssSum(pids []int) (uint64, error) {
 }
 
 func sharingRows(rep *Report, sr *sharingResult) {
-	cmp := fmt.Sprintf("directly: %s (%d server processes, each session its own)", fmtBytes(float64(sr.direct)), sr.procs[0])
-	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("memory of %d host sessions × %d servers through one --listen proxy (RSS of every process)", shareSessions, shareServers),
-		Mcpkeep: fmt.Sprintf("%s (%d processes)", fmtBytes(float64(sr.shared)), sr.procs[1]), Comparison: cmp,
-		Ratio: fmt.Sprintf("%.3f", float64(sr.shared)/float64(sr.direct)), Target: "—", Verdict: Info})
-	row := Row{Section: secProxy, Metric: fmt.Sprintf("the same with lazy servers and a warm cache, one of the %d used", shareServers),
-		Mcpkeep: fmt.Sprintf("%s (%d processes)", fmtBytes(float64(sr.lazy)), sr.procs[2]), Comparison: cmp,
-		Ratio: fmt.Sprintf("%.3f", float64(sr.lazy)/float64(sr.direct)), Target: "ratio ≤ 0.15"}
-	row.Verdict, row.Reason = verdict(float64(sr.lazy) <= 0.15*float64(sr.direct),
-		"the proxy's own resident set (a Go process with the SDK, the Prometheus client and the served sessions) "+
-			"is several fixture servers' worth: the fixture is a small Go server too, so sharing saves less than with "+
-			"real servers (npx and uvx ones weigh tens of MiB each)")
-	rep.add(row)
-	rep.note(secProxy, "Sharing: %d go-sdk hosts that each use %d fixture servers. Directly, each host spawns its own "+
+	sharingColsRows(rep, &sr.fixture, false)
+	if sr.real != nil {
+		sharingColsRows(rep, sr.real, true)
+	} else {
+		rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("the same with real servers (server-everything), lazy, one of the %d used", shareServers),
+			Mcpkeep: "not measured", Comparison: "—", Target: "ratio ≤ 0.15", Verdict: Missed,
+			Reason: "not measured: " + sr.realWhy})
+	}
+	rep.note(secProxy, "Sharing: %d go-sdk hosts that each use %d servers, the fixture and (where node and npm are) "+
+		"the reference TypeScript server-everything. Directly, each host spawns its own "+
 		"servers (CommandTransport); through one `mcpkeep proxy --listen` all share them; lazily (\"start\": \"lazy\", "+
 		"after an eager run warmed the catalog cache), only the server the hosts call runs. Each host lists the tools and "+
 		"calls one; the figure sums VmRSS over mcpkeep and every server process, after the proxy returned freed memory "+
-		"to the OS.", shareSessions, shareServers)
+		"to the OS. The target (≤ 0.15×) is stated for real servers.", shareSessions, shareServers)
+}
+
+// sharingColsRows adds one kind of server's rows; target: its lazy row
+// carries the ≤ 0.15 target (real servers, or the fixture when no real
+// server could be measured).
+func sharingColsRows(rep *Report, c *sharingCols, target bool) {
+	cmp := fmt.Sprintf("directly: %s (%d server processes, each session its own)", fmtBytes(float64(c.direct)), c.procs[0])
+	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("memory of %d host sessions × %d %s through one --listen proxy (RSS of every process)", shareSessions, shareServers, c.about),
+		Mcpkeep: fmt.Sprintf("%s (%d processes)", fmtBytes(float64(c.shared)), c.procs[1]), Comparison: cmp,
+		Ratio: fmt.Sprintf("%.3f", float64(c.shared)/float64(c.direct)), Target: "—", Verdict: Info})
+	row := Row{Section: secProxy, Metric: fmt.Sprintf("the same with lazy %s and a warm cache, one of the %d used", c.about, shareServers),
+		Mcpkeep: fmt.Sprintf("%s (%d processes)", fmtBytes(float64(c.lazy)), c.procs[2]), Comparison: cmp,
+		Ratio: fmt.Sprintf("%.3f", float64(c.lazy)/float64(c.direct)), Target: "—", Verdict: Info}
+	if target {
+		row.Target = "ratio ≤ 0.15"
+		row.Verdict, row.Reason = verdict(float64(c.lazy) <= 0.15*float64(c.direct),
+			"the proxy's own resident set (a Go process with the SDK, the Prometheus client and the served sessions) "+
+				"is several of these servers' worth")
+	}
+	rep.add(row)
 }
