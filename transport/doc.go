@@ -13,7 +13,8 @@
 // reaches mcpkeep, which tears the server down, and not the server, and a
 // server that opens /dev/tty fails at once instead of hanging), with
 // only the base environment (BaseEnv) plus its Env unless InheritEnv, stdin,
-// stdout and stderr on os.Pipes handed to mcp.IOTransport;
+// stdout and stderr on os.Pipes, read and written through Lines (MCP's
+// line framing without the SDK's reader goroutine and extra decoding pass);
 // mcp.CommandTransport is not used
 // because it sees an exit only as stdout EOF, which a grandchild (npx, uvx,
 // a shell wrapper) holding stdout delays indefinitely, and it signals only
