@@ -284,23 +284,19 @@ func (g *generation) reuseContexts() bool {
 
 // callsKeepNoContext reports whether nothing on tg's connection keeps a
 // request's context once the request returned, which reusing a callCtx
-// needs: true of the SDK's stdio and in-memory connections (the SDK
-// writes and waits on the caller's goroutine; what it starts with the
-// context is started only after the context ended, and a callCtx that
-// ended is never reused). The SDK's Streamable HTTP client keeps the
-// context of a request whose answer is a stream in a goroutine of its
-// own, and any other transport is unknown: those derive a context per
-// request instead.
+// needs: true of the SDK's in-memory connections and of transport.Lines,
+// the stdio generations' (each writes and waits on the caller's
+// goroutine; what the SDK starts with the context is started only after
+// the context ended, and a callCtx that ended is never reused). The SDK's
+// Streamable HTTP client keeps the context of a request whose answer is a
+// stream in a goroutine of its own, and any other transport is unknown:
+// those derive a context per request instead.
 func callsKeepNoContext(tg transport.Generation) bool {
 	if _, ok := tg.(*transport.MemGen); ok {
 		return true
 	}
-	switch tg.Transport().(type) {
-	case *mcp.IOTransport, interface{ KeepsNoRequestContext() }:
-		_, stdio := tg.(interface{ Pid() int }) // transport.Stdio's generation
-		return stdio
-	}
-	return false
+	_, ok := tg.Transport().(interface{ KeepsNoRequestContext() })
+	return ok
 }
 
 // settle classifies a request's error. sent is false when the request

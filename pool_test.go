@@ -340,12 +340,7 @@ func TestPoolDispose(t *testing.T) {
 // TestPoolStdioFixture runs a real fixture process from a parsed config
 // and proves Dispose leaves no process behind.
 func TestPoolStdioFixture(t *testing.T) {
-	path, args, env := fixture.Command("normal")
-	envMap := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
+	path, args, envMap := fixture.CommandEnv("normal")
 	raw, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"fx": map[string]any{"command": path, "args": args, "env": envMap},
 	}})

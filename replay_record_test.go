@@ -7,7 +7,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -215,12 +214,7 @@ type recordOpener struct{ modes []string }
 
 func (o recordOpener) stdio(gen uint64) *transport.Stdio {
 	mode := o.modes[min(int(gen), len(o.modes))-1]
-	path, args, envList := fixture.Command(mode)
-	env := map[string]string{}
-	for _, kv := range envList {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	path, args, env := fixture.CommandEnv(mode)
 	return &transport.Stdio{Command: path, Args: args, Env: env, Server: "fixture",
 		StdinGrace: recordGrace, TermGrace: recordGrace, KillGrace: recordGrace}
 }

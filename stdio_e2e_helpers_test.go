@@ -159,12 +159,7 @@ type e2eOpener struct {
 }
 
 func (o *e2eOpener) stdio(gen uint64) *transport.Stdio {
-	path, args, envList := fixture.Command(o.mode(gen))
-	env := map[string]string{}
-	for _, kv := range envList {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	path, args, env := fixture.CommandEnv(o.mode(gen))
 	if o.command != "" {
 		path, args = o.command, nil
 	}

@@ -36,12 +36,7 @@ var hangPolicy = backoff.Policy{Enabled: true, InitialDelay: 50 * time.Milliseco
 // (it exits when its stdin ends).
 func TestStdioHangInitGivesUpInTime(t *testing.T) {
 	hangGiveUp(t, func(uint64) *transport.Stdio {
-		path, args, envList := fixture.Command("hang-init")
-		env := map[string]string{}
-		for _, kv := range envList {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
-		}
+		path, args, env := fixture.CommandEnv("hang-init")
 		return &transport.Stdio{Command: path, Args: args, Env: env}
 	})
 }

@@ -83,29 +83,25 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	fail := func(err error) (*http.Response, error) {
+	// Failures are kept for Exit (note says how), except the DELETE's: the
+	// SDK's Close sends it after a loss, and its failure would hide the
+	// cause.
+	fail := func(note string, err error) (*http.Response, error) {
 		if ctx.Err() == nil && req.Method != http.MethodDelete {
-			g.noteFailure(err.Error())
+			g.noteFailure(note)
 		}
 		release()
 		g.inflight.Done()
 		return nil, err
 	}
-	// Failures are kept for Exit, except the DELETE's: the SDK's Close
-	// sends it after a loss, and its failure would hide the cause.
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
-		if ctx.Err() == nil && req.Method != http.MethodDelete {
-			g.noteFailure(fmt.Sprintf("%s %s: %v", req.Method, g.url, err))
-		}
-		release()
-		g.inflight.Done()
-		return nil, err
+		return fail(fmt.Sprintf("%s %s: %v", req.Method, g.url, err), err)
 	}
 	mark.saw(resp)
 	if rerr := t.checkRedirect(out, resp); rerr != nil {
 		resp.Body.Close()
-		return fail(rerr)
+		return fail(rerr.Error(), rerr)
 	}
 	// A redirect within the origin is followed by the client, through
 	// RoundTrip again: it is no failure.
@@ -119,7 +115,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Event streams are bounded per event by the SDK.
 	case ok2xx && req.Method == http.MethodPost && expectsAnswer(req):
 		if ok, err := readAhead(resp, req.Method, g.url); !ok {
-			return fail(err)
+			return fail(err.Error(), err)
 		}
 	default:
 		limit := MaxPlainBody

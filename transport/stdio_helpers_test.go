@@ -29,12 +29,7 @@ const (
 
 // fixtureStdio is a Stdio running the fixture in mode.
 func fixtureStdio(t *testing.T, mode string) *transport.Stdio {
-	path, args, env := fixture.Command(mode)
-	m := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
+	path, args, m := fixture.CommandEnv(mode)
 	return &transport.Stdio{
 		Command:    path,
 		Args:       args,

@@ -51,12 +51,7 @@ func TestReadLines(t *testing.T) {
 func TestStdioGroupThatNeverEmpties(t *testing.T) {
 	var alive atomic.Bool
 	alive.Store(true)
-	path, args, env := fixture.Command("normal")
-	m := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
+	path, args, m := fixture.CommandEnv("normal")
 	s := &Stdio{
 		Command: path, Args: args, Env: m,
 		// The stdin grace is long enough for the child to exit on its own

@@ -4,7 +4,6 @@ package transport
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -19,12 +18,7 @@ import (
 // watched at a slow, growing interval, and Gone closes once it empties:
 // the late close signal the supervisor waits for. On the mock clock.
 func TestStdioLateGroupEndClosesGone(t *testing.T) {
-	path, args, env := fixture.Command("normal")
-	m := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
+	path, args, m := fixture.CommandEnv("normal")
 	var alive atomic.Bool
 	alive.Store(true)
 	var probes atomic.Int64

@@ -76,12 +76,7 @@ func cpuTime() time.Duration {
 // server in mode, with grace as each of its three teardown graces; with a
 // mark, the fixture's exit reports on stderr are timed.
 func fixtureStdio(mode string, grace time.Duration, mark *exitMark) *transport.Stdio {
-	path, args, envList := fixture.Command(mode)
-	env := map[string]string{}
-	for _, kv := range envList {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	path, args, env := fixture.CommandEnv(mode)
 	st := &transport.Stdio{Command: path, Args: args, Env: env, Server: "bench",
 		StdinGrace: grace, TermGrace: grace, KillGrace: grace}
 	if mark != nil {

@@ -93,12 +93,7 @@ func buildProxy(ctx context.Context, dir string) (*proxyBuild, error) {
 // fixtureServer is a config entry running this program as the fixture;
 // a probe file, when not empty, makes the fixture serve its probe.
 func fixtureServer(probeFile string) map[string]any {
-	path, args, envList := fixture.Command("normal")
-	env := map[string]string{}
-	for _, kv := range envList {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	path, args, env := fixture.CommandEnv("normal")
 	// Set even when empty: the proxy's own probe variable must not reach
 	// its servers.
 	env[probe.Env] = probeFile

@@ -42,12 +42,7 @@ type shareServer struct {
 }
 
 func fixtureShare() shareServer {
-	path, args, envList := fixture.Command("normal")
-	env := map[string]string{}
-	for _, kv := range envList {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	path, args, env := fixture.CommandEnv("normal")
 	return shareServer{about: "fixture servers", command: path, args: args, env: env,
 		tool: "echo", toolArgs: map[string]any{"text": "x"}}
 }

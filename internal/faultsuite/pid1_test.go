@@ -55,12 +55,7 @@ func pid1Host() {
 	stop := transport.StartReaper(context.Background(), log)
 	defer stop()
 
-	path, args, envList := fixture.Command("normal")
-	env := map[string]string{}
-	for _, kv := range envList {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	path, args, env := fixture.CommandEnv("normal")
 	s := &transport.Stdio{
 		Command: "/bin/sh",
 		// dash gives a background command /dev/null as stdin unless it

@@ -2,7 +2,6 @@ package faultsuite
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,12 +21,7 @@ var quickPolicy = backoff.Policy{Enabled: true, InitialDelay: 20 * time.Millisec
 
 // fixtureStdio runs the fixture server (internal/fixture) in mode.
 func fixtureStdio(mode string) *transport.Stdio {
-	path, args, env := fixture.Command(mode)
-	m := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		m[k] = v
-	}
+	path, args, m := fixture.CommandEnv(mode)
 	return &transport.Stdio{Command: path, Args: args, Env: m, Server: "fixture",
 		StdinGrace: 200 * time.Millisecond, TermGrace: 500 * time.Millisecond, KillGrace: 500 * time.Millisecond}
 }
