@@ -27,11 +27,12 @@ var ErrLineTooLong = errors.New("stdio: a message exceeds the maximum line lengt
 // JSON-RPC messages (MCP's stdio framing), a transport's job done without
 // the SDK's IOTransport overheads (docs/design.md §8): the SDK reads each
 // message on a goroutine of its own and hands it over a channel, scans it
-// once to find its end (json.Decoder) and twice more to decode it. Lines
-// reads on the caller's goroutine, finds the end with a byte search, and
-// decodes the envelope once with jsonrpc.DecodeMessage (params and results
-// stay raw, as the SDK keeps them); writes reuse one buffer. What the SDK
-// does with the messages is unchanged.
+// once to find its end (json.Decoder) and twice more to decode it, each
+// time through a fresh 32 KiB buffer. Lines reads on the caller's
+// goroutine, finds the end with a byte search, and decodes the envelope
+// once in place (DecodeEnvelope: the SDK's rules; params and results stay
+// raw, as the SDK keeps them); writes encode into one reused buffer
+// (AppendEnvelope). What the SDK does with the messages is unchanged.
 //
 // Fidelity: a line that is not a whole JSON value (a peer that
 // pretty-prints, against the spec) is joined with the next lines until it
@@ -150,7 +151,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 // messages, with the SDK's decoder.
 func decodeLine(data []byte) ([]jsonrpc.Message, error) {
 	if data[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(data)
+		m, err := DecodeEnvelope(data)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +163,7 @@ func decodeLine(data []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	for _, raw := range raws {
-		m, err := jsonrpc.DecodeMessage(raw)
+		m, err := DecodeEnvelope(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -184,15 +185,15 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	data, err := AppendEnvelope(c.buf[:0], msg)
 	if err != nil {
 		return err
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
 	// One Write per message, its newline included: a write that fails
 	// delivered no whole message (stallWatch relies on it).
-	c.buf = append(append(c.buf[:0], data...), '\n')
+	c.buf = append(data, '\n')
 	_, err = c.w.Write(c.buf)
 	if cap(c.buf) > 1<<20 {
 		c.buf = nil // do not keep a huge message's buffer
