@@ -28,6 +28,7 @@ var stdioPolicy = backoff.Policy{Enabled: true, InitialDelay: retryDelay, MaxDel
 // times are real time from the moment the die request was sent.
 type crashSample struct {
 	exit        time.Duration // the fixture's exit report was read (0: not timed)
+	exited      time.Duration // the bench's own pidfd watcher saw the exit (0: not timed)
 	openStart   time.Duration // the attempt called Opener.Open (0: not timed)
 	openEnd     time.Duration // ... and it returned
 	lost        time.Duration // established -closed-> lost
@@ -92,6 +93,9 @@ func crashCycle(ctx context.Context, r *rig, mark *exitMark, ol *openLog) (crash
 			return cs, fmt.Errorf("no Open of gen %d", est.tr.Gen)
 		}
 		cs.openStart, cs.openEnd = start.Sub(t0), end.Sub(t0)
+		if at, ok := ol.exitOf(lost.tr.Gen); ok {
+			cs.exited = at.Sub(t0)
+		}
 	}
 	return cs, nil
 }
@@ -194,24 +198,51 @@ func stdioDetect(ctx context.Context, st *transport.Stdio, gen uint64) (time.Dur
 	return d, nil
 }
 
-// openLog is an Opener over a Stdio that times every Open.
+// openLog is an Opener over a Stdio that times every Open, and watches
+// every child's exit on its own (watchExit).
 type openLog struct {
 	*transport.Stdio
 	mu    sync.Mutex
 	opens map[uint64][2]time.Time
+	exits map[uint64]<-chan time.Time
 }
 
 func (o *openLog) Open(ctx context.Context, gen uint64) (transport.Generation, error) {
 	t0 := time.Now()
 	g, err := o.Stdio.Open(ctx, gen)
 	t1 := time.Now()
+	var exit <-chan time.Time
+	if p, ok := g.(interface{ Pid() int }); ok && err == nil {
+		exit = watchExit(p.Pid())
+	}
 	o.mu.Lock()
 	if o.opens == nil {
-		o.opens = map[uint64][2]time.Time{}
+		o.opens, o.exits = map[uint64][2]time.Time{}, map[uint64]<-chan time.Time{}
 	}
 	o.opens[gen] = [2]time.Time{t0, t1}
+	if exit != nil {
+		o.exits[gen] = exit
+	}
 	o.mu.Unlock()
 	return g, err
+}
+
+// exitOf is when the watcher saw gen's child exit, waiting for it (its
+// thread may wake after the supervisor's loss).
+func (o *openLog) exitOf(gen uint64) (time.Time, bool) {
+	o.mu.Lock()
+	exit := o.exits[gen]
+	delete(o.exits, gen)
+	o.mu.Unlock()
+	if exit == nil {
+		return time.Time{}, false
+	}
+	select {
+	case at, ok := <-exit:
+		return at, ok
+	case <-time.After(waitLimit):
+		return time.Time{}, false
+	}
 }
 
 func (o *openLog) get(gen uint64) (start, end time.Time, ok bool) {
@@ -298,6 +329,7 @@ type stdioResult struct {
 	coldAllCall        durations // ... and its first call
 	timerOverrun       durations // a bare time.AfterFunc(retryDelay) from idle
 	transPlain         durations // SDK over transport.Stdio, no supervisor
+	kernelGap          durations // the fixture's stdout EOF → its exit notification, no transport
 	transGrand         durations
 	sdkPlain, sdkGrand []sdkResult
 	sdkGrandCaps       int
@@ -396,6 +428,15 @@ func runStdio(ctx context.Context, cfg Config) (*stdioResult, error) {
 		res.transPlain, res.transGrand = append(res.transPlain, dp), append(res.transGrand, dg)
 	}
 	cfg.progress("  SDK over transport.Stdio: %d + %d detections", cfg.Crashes, cfg.Crashes)
+
+	// The kernel's own gap between the child's stdout EOF and its exit.
+	for range min(cfg.Crashes, 50) {
+		gap, err := kernelExitGap(ctx, "exit-after=5ms")
+		if err != nil {
+			break // no pidfds: the row says so
+		}
+		res.kernelGap = append(res.kernelGap, gap)
+	}
 
 	// The SDK's CommandTransport on the plain server.
 	for i := range cfg.Crashes {
