@@ -170,24 +170,26 @@ func exitWatch() string {
 }
 
 func recoveryRows(rep *Report, sr *stdioResult) {
-	rec := pick(sr.plain, func(s crashSample) time.Duration { return s.callOK - s.exit - retryDelay })
-	v, c := rec.pct(50), sr.coldCall.pct(50)
+	rec := pick(sr.plain, recovery)
+	// Issue 25's target: against a cold connect that lists every kind the
+	// supervisor lists, and its first call.
+	v, ca := rec.pct(50), sr.coldAllCall.pct(50)
 	row := Row{Section: secRecovery, Metric: fmt.Sprintf("exit → next call OK, minus the %s delay, p50 (n=%d)", fmtDur(retryDelay), len(rec)),
-		Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect + its first call %s (n=%d)", fmtDur(c), len(sr.coldCall)),
-		Ratio: fmtRatio(ms(v), ms(c)), Target: "ratio ≤ 1.05"}
-	row.Verdict, row.Reason = verdict(ms(v) <= 1.05*ms(c), recoveryReason(sr))
+		Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect listing every kind (tools, prompts, resources, templates) %s + its first call = %s (n=%d)",
+			fmtDur(sr.coldAll.pct(50)), fmtDur(ca), len(sr.coldAllCall)),
+		Ratio: fmtRatio(ms(v), ms(ca)), Target: "ratio ≤ 1.05"}
+	row.Verdict, row.Reason = verdict(ms(v) <= 1.05*ms(ca), recoveryReason(sr))
 	rep.add(row)
+	c := sr.coldCall.pct(50)
+	rep.add(Row{Section: secRecovery, Metric: "the same, p50, beside a cold connect that lists tools alone, and its first call",
+		Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect + its first call %s (n=%d)", fmtDur(c), len(sr.coldCall)),
+		Ratio: fmtRatio(ms(v), ms(c)), Target: "—", Verdict: Info})
 	for _, p := range []float64{50, 99} {
 		v, c := rec.pct(p), sr.cold.pct(p)
 		rep.add(Row{Section: secRecovery, Metric: fmt.Sprintf("the same, p%.0f, beside a cold connect alone (no call)", p),
 			Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect %s", fmtDur(c)),
 			Ratio: fmtRatio(ms(v), ms(c)), Target: "—", Verdict: Info})
 	}
-	ca := sr.coldAllCall.pct(50)
-	rep.add(Row{Section: secRecovery, Metric: "the same, p50, beside a cold connect that lists every kind the supervisor lists, and its first call",
-		Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("cold connect (tools, prompts, resources, templates) %s + call = %s",
-			fmtDur(sr.coldAll.pct(50)), fmtDur(ca)),
-		Ratio: fmtRatio(ms(v), ms(ca)), Target: "—", Verdict: Info})
 	ph := phases(sr.plain)
 	rep.add(Row{Section: secRecovery, Metric: "p50 phases: exit→lost / barrier / delay overrun to Open / spawn / handshake+list+swap / call",
 		Mcpkeep: fmt.Sprintf("%s / %s / %s / %s / %s / %s", fmtDur(ph[0]), fmtDur(ph[1]), fmtDur(ph[2]), fmtDur(ph[3]),
@@ -195,7 +197,8 @@ func recoveryRows(rep *Report, sr *stdioResult) {
 		Comparison: fmt.Sprintf("cold: spawn %s / handshake+list %s / call %s; bare AfterFunc overrun %s", fmtDur(sr.coldOpen.pct(50)),
 			fmtDur(coldHandshake(sr).pct(50)), fmtDur(coldCall(sr).pct(50)), fmtDur(sr.timerOverrun.pct(50))),
 		Target: "—", Verdict: Info})
-	rep.note(secRecovery, "in each of the plain server's crash cycles, the time from the fixture's exit report "+
+	rep.note(secRecovery, "in each of the plain server's crash cycles, the time from the fixture's exit (as the "+
+		"bench's own pidfd watcher sees it, section 1; the exit report where pidfds are missing) "+
 		"until a WaitForReady call of `echo` succeeds on the new generation, minus the policy's constant %s retry "+
 		"delay; beside it, interleaved cycle by cycle, a cold connect of the same server as a host without mcpkeep "+
 		"would reconnect: transport.Stdio Open (spawn), mcp.Client.Connect (handshake) and tools/list, then (timed "+
@@ -216,10 +219,22 @@ func recoveryRows(rep *Report, sr *stdioResult) {
 // phases are the p50s of exit→lost, the barrier, retry → Open (the
 // timer's overrun of the delay and the attempt's start), the spawn, the
 // handshake with tools/list and swap, and the call.
+// exitAt is the sample's exit as the bench's watcher saw it, else the
+// fixture's exit report.
+func (s crashSample) exitAt() time.Duration {
+	if s.exited > 0 {
+		return s.exited
+	}
+	return s.exit
+}
+
+// recovery is a crash cycle's exit → next call OK, minus the retry delay.
+func recovery(s crashSample) time.Duration { return s.callOK - s.exitAt() - retryDelay }
+
 func phases(ss []crashSample) [6]time.Duration {
 	p := func(f func(s crashSample) time.Duration) time.Duration { return pick(ss, f).pct(50) }
 	return [6]time.Duration{
-		p(func(s crashSample) time.Duration { return s.lost - s.exit }),
+		p(func(s crashSample) time.Duration { return s.lost - s.exitAt() }),
 		p(func(s crashSample) time.Duration { return s.backingOff - s.lost }),
 		p(func(s crashSample) time.Duration { return s.openStart - s.backingOff - retryDelay }),
 		p(func(s crashSample) time.Duration { return s.openEnd - s.openStart }),
@@ -269,14 +284,14 @@ func recoveryReason(sr *stdioResult) string {
 		parts = append(parts, fmt.Sprintf("%s %s", e.what, signedDur(e.d)))
 		sum += e.d
 	}
-	c, ca := sr.coldCall.pct(50), sr.coldAllCall.pct(50)
-	return fmt.Sprintf("over the cold connect and its first call (%s; 5%% is %s) the supervised recovery spends, at p50 of each phase: %s; "+
-		"in all %s. Part of that is the server's: a cold connect that lists every kind the supervisor lists takes %s "+
-		"with its first call (%s more: the 3 more lists, and a first call that is slower after them); against it the "+
-		"recovery is %s, the loss's detection, the barrier and the retry timer (%s, less the machine's own %s timer "+
-		"overrun) being the rest",
-		fmtDur(c), fmtDur(c/20), strings.Join(parts, "; "), signedDur(sum), fmtDur(ca), signedDur(ca-c),
-		fmtRatio(ms(pick(sr.plain, func(s crashSample) time.Duration { return s.callOK - s.exit - retryDelay }).pct(50)), ms(ca))+"×",
+	ca := sr.coldAllCall.pct(50)
+	rest := ca - coldC - sr.coldAll.pct(50) + coldSpawn + coldHS
+	return fmt.Sprintf("over the cold connect that lists every kind and its first call (%s; 5%% is %s) the supervised recovery spends, "+
+		"at p50 of each phase: %s; in all %s, against the phases of a cold connect that lists tools alone (the every-kind cold "+
+		"connect's own 3 more lists and slower first call are %s of that). What is the supervisor's own: the loss's detection, "+
+		"the close barrier (the group proven gone before the next spawn, R27) and the retry timer: %s, of which the machine's "+
+		"own timer overrun is %s",
+		fmtDur(ca), fmtDur(ca/20), strings.Join(parts, "; "), signedDur(sum), signedDur(rest),
 		fmtDur(ph[0]+ph[1]+ph[2]), fmtDur(over))
 }
 
