@@ -58,7 +58,19 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 	}
 	w := readyWait{hb: newHeartbeat(opts)}
 	defer w.stop()
-	var lost error // the loss of the call being replayed, once it is
+	return s.callLoop(ctx, tool, args, opts, level, &w, nil, nil)
+}
+
+// callLoop is Call's outage loop. A call already lost on lostGen (with
+// lost) is the replay's: it waits for the next generation first, and is
+// sent at most once more.
+func (s *Supervisor) callLoop(ctx context.Context, tool string, args any, opts *CallOptions, level mcp.LoggingLevel,
+	w *readyWait, lost error, lostGen *generation) (*mcp.CallToolResult, error) {
+	if lostGen != nil {
+		if err := s.holdForReplay(ctx, lostGen, w); err != nil {
+			return nil, notReplayed(lost, err)
+		}
+	}
 	for {
 		if g := s.live.Load(); g != nil {
 			res, sent, err := g.call(ctx, s.opts.Name, tool, args, w.hb.progress(), level)
@@ -69,7 +81,7 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 				}
 				if s.mayReplay(ctx, g, tool, err) {
 					lost = err
-					if err := s.holdForReplay(ctx, g, &w); err != nil {
+					if err := s.holdForReplay(ctx, g, w); err != nil {
 						return nil, notReplayed(lost, err)
 					}
 					continue
@@ -84,7 +96,7 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 				return nil, ctx.Err()
 			}
 		}
-		if err := s.awaitReady(ctx, w.opts(opts), &w); err != nil {
+		if err := s.awaitReady(ctx, w.opts(opts), w); err != nil {
 			if lost != nil {
 				return nil, notReplayed(lost, err)
 			}

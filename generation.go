@@ -35,6 +35,10 @@ type generation struct {
 	// on it is the connection's own end, never the server's answer
 	// (written by the attempt's Connect, before cs is published).
 	peerErrs bool
+	// raw carries CallRaw's requests beside the session, where the
+	// connection is wrappable (written by the attempt's Connect with
+	// peerErrs).
+	raw *transport.RawConn
 	// view is the generation's current catalog, for the checks of
 	// GetPrompt and ReadResource; replaced by the loop at each sync.
 	view atomic.Pointer[catalogView]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,7 +40,10 @@ func (t peerTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return c, err
 	}
 	t.g.peerErrs = true
-	return peerConn{c}, nil
+	// Beside the SDK's session, the connection carries the relay's raw
+	// calls (CallRaw).
+	t.g.raw = transport.NewRawConn(c)
+	return peerConn{t.g.raw}, nil
 }
 
 // sdkPkg is the package of the SDK's own connection types.

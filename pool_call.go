@@ -2,6 +2,7 @@ package mcpkeep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,6 +44,23 @@ func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOpti
 	return routeByName(p, ctx, "tool", public, ErrUnknownTool, opts, lookup,
 		func(sup *Supervisor, name string, opts *CallOptions) (*mcp.CallToolResult, error) {
 			return sup.Call(ctx, name, args, opts)
+		})
+}
+
+// CallRaw is Call for a relay (Supervisor.CallRaw): the arguments and the
+// result stay JSON.
+func (p *Pool) CallRaw(ctx context.Context, public string, args json.RawMessage, opts *CallOptions) (json.RawMessage, error) {
+	lk, ok := p.sink.(tools.Lookuper)
+	if !ok {
+		return nil, fmt.Errorf("mcpkeep: pool: call %q: sink %T cannot look tools up", public, p.sink)
+	}
+	lookup := func() (string, string, bool) {
+		server, t, ok := lk.Lookup(public)
+		return server, t.Name, ok
+	}
+	return routeByName(p, ctx, "tool", public, ErrUnknownTool, opts, lookup,
+		func(sup *Supervisor, name string, opts *CallOptions) (json.RawMessage, error) {
+			return sup.CallRaw(ctx, name, args, opts)
 		})
 }
 

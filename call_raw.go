@@ -1,0 +1,249 @@
+package mcpkeep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// The relay's call (docs/design.md §25). A proxy that hands a host's
+// tools/call to a server has the arguments as JSON and wants the result as
+// JSON; Call would decode the result into the SDK's types only for the
+// proxy's own server to encode it again. CallRaw sends the call as a
+// request of its own beside the SDK's session (transport.RawConn) on
+// generations whose connection allows it (stdio, in memory), with the
+// params the SDK's client would send (the name, the arguments, the
+// progress token, and on 2026-07-28 the session's _meta fields and the
+// log level), and returns the server's result as it came. Everything else
+// is Call's: outages, loss, replay, the multi round trip of 2026-07-28.
+
+// CallRaw is Call for a relay: args are the call's arguments as JSON (nil
+// for none), and the result is the server's, as JSON. Where the
+// generation's connection carries raw requests the result is never
+// decoded (input requests of a 2026-07-28 server aside); elsewhere, and
+// for the replay of a lost call, it is Call's result encoded. Outages,
+// loss and replay are Call's.
+func (s *Supervisor) CallRaw(ctx context.Context, tool string, args json.RawMessage, opts *CallOptions) (json.RawMessage, error) {
+	if !s.opts.Expose.AdmitsTool(tool) {
+		return nil, fmt.Errorf("mcpkeep: server %q: tool %q: %w", s.opts.Name, tool, ErrUnknownTool)
+	}
+	var level mcp.LoggingLevel
+	if opts != nil {
+		level = opts.LogLevel
+	}
+	if level == "" {
+		level = s.levelFast()
+	}
+	if s.opts.idleStop > 0 {
+		s.useBegin()
+		defer s.useEnd()
+	}
+	w := readyWait{hb: newHeartbeat(opts)}
+	defer w.stop()
+	var typedArgs any
+	if len(args) > 0 {
+		typedArgs = args
+	}
+	if g := s.live.Load(); g != nil && g.raw != nil {
+		res, sent, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level)
+		if sent || ctx.Err() != nil {
+			if s.mayReplay(ctx, g, tool, err) {
+				return encodeResult(s.callLoop(ctx, tool, typedArgs, opts, level, &w, err, g))
+			}
+			return res, err
+		}
+		// Not sent (the connection had just ended), or not possible on g
+		// yet: Call's way.
+	}
+	return encodeResult(s.callLoop(ctx, tool, typedArgs, opts, level, &w, nil, nil))
+}
+
+// encodeResult is a typed result as the raw one a server would have sent.
+func encodeResult(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("mcpkeep: encoding a tool's result: %w", err)
+	}
+	return data, nil
+}
+
+// callRawOn is generation.call for a raw call: sent as Call's, and false
+// too (nothing sent) when g cannot carry it yet.
+func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, args json.RawMessage,
+	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (json.RawMessage, bool, error) {
+	var meta map[string]json.RawMessage
+	if g.modern {
+		sm := g.raw.SessionMeta()
+		if sm == nil {
+			return nil, false, nil
+		}
+		meta = make(map[string]json.RawMessage, len(sm)+2)
+		for k, v := range sm {
+			meta[k] = v
+		}
+		if level != "" {
+			lv, _ := json.Marshal(level)
+			meta[mcp.MetaKeyLogLevel] = lv
+		}
+	}
+	sc, ok := g.begin(ctx)
+	if !ok {
+		return nil, false, nil
+	}
+	defer g.end(sc)
+	var onProgress func(json.RawMessage)
+	if progress != nil {
+		onProgress = func(params json.RawMessage) {
+			var p mcp.ProgressNotificationParams
+			if json.Unmarshal(params, &p) == nil {
+				progress(&p)
+			}
+		}
+	}
+	call := rawToolCall{name: tool, args: args, meta: meta}
+	var res json.RawMessage
+	var err error
+	shed := 0
+	for round := 1; ; round++ {
+		res, err = g.raw.Call(sc.ctx, "tools/call", call.params, onProgress)
+		err = serverAnswer(err)
+		if err != nil && round > 1 && errors.Is(err, mcp.ErrConnectionClosed) {
+			err = fmt.Errorf("mcpkeep: server %q: tools/call: round %d could not be sent after round 1 was answered: %w: %w",
+				s.opts.Name, round, ErrConnectionLost, err)
+		}
+		if err != nil {
+			break
+		}
+		reqs, state, asks, derr := rawInputRequests(res)
+		if derr != nil || !asks {
+			err = derr
+			break
+		}
+		if len(reqs) == 0 { // the server sheds load: ask again, a few times
+			if shed++; shed >= 3 {
+				err = fmt.Errorf("mcpkeep: server %q: tools/call: the server asked for no input %d times", s.opts.Name, shed)
+				break
+			}
+		}
+		if round >= maxRounds {
+			err = fmt.Errorf("mcpkeep: server %q: tools/call: still asking for input after %d rounds", s.opts.Name, round)
+			break
+		}
+		// The host's handlers get the request's context, as on Call's
+		// way (the caller's values route it to the host that made the call).
+		answers, ferr := s.fulfil(sc.ctx, g, reqs)
+		if ferr != nil {
+			err = ferr
+			break
+		}
+		if call.answers, err = json.Marshal(answers); err != nil {
+			break
+		}
+		call.state = state
+	}
+	sent, err := g.settle(ctx, s.opts.Name, err)
+	if !sent {
+		return nil, false, err
+	}
+	return res, true, err
+}
+
+// serverAnswer words a server's JSON-RPC error as the SDK's client does
+// ("calling ...: "), and keeps one with the SDK's closing codes from
+// reading as a connection that closed (see peerConn).
+func serverAnswer(err error) error {
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je == nil {
+		return err
+	}
+	if je.Code == codeClientClosing || je.Code == codeServerClosing {
+		err = &peerError{je}
+	}
+	return fmt.Errorf("calling %q: %w", "tools/call", err)
+}
+
+// rawToolCall builds the params of each round of a raw tools/call.
+type rawToolCall struct {
+	name    string
+	args    json.RawMessage
+	meta    map[string]json.RawMessage // the session's _meta fields, or nil
+	answers json.RawMessage            // the last round's input responses
+	state   string
+}
+
+func (c *rawToolCall) params(token string) (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"name":`)
+	name, err := json.Marshal(c.name)
+	if err != nil {
+		return nil, err
+	}
+	b.Write(name)
+	if len(c.args) > 0 {
+		b.WriteString(`,"arguments":`)
+		b.Write(c.args)
+	}
+	if len(c.answers) > 0 {
+		b.WriteString(`,"inputResponses":`)
+		b.Write(c.answers)
+		state, err := json.Marshal(c.state)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"requestState":`)
+		b.Write(state)
+	}
+	if token != "" || len(c.meta) > 0 {
+		meta := make(map[string]json.RawMessage, len(c.meta)+1)
+		for k, v := range c.meta {
+			meta[k] = v
+		}
+		if token != "" {
+			t, _ := json.Marshal(token)
+			meta["progressToken"] = t
+		}
+		m, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"_meta":`)
+		b.Write(m)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// rawInputRequests reads what a raw result asks for, if it asks for
+// anything (2026-07-28: "resultType": "input_required"). A result that
+// asks for nothing is not decoded beyond its top level.
+func rawInputRequests(res json.RawMessage) (mcp.InputRequestMap, string, bool, error) {
+	if !bytes.Contains(res, []byte(`"inputRequests"`)) {
+		return nil, "", false, nil
+	}
+	var top struct {
+		InputRequests json.RawMessage `json:"inputRequests"`
+	}
+	if _, err := segjson.Parse(res, &top, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
+		return nil, "", false, fmt.Errorf("mcpkeep: tools/call: the server's result: %w", err)
+	}
+	if len(top.InputRequests) == 0 || string(top.InputRequests) == "null" {
+		return nil, "", false, nil
+	}
+	var r mcp.CallToolResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, "", false, fmt.Errorf("mcpkeep: tools/call: the server's input requests: %w", err)
+	}
+	if r.InputRequests == nil {
+		return nil, "", false, nil
+	}
+	return r.InputRequests, r.RequestState, true, nil
+}
