@@ -3,7 +3,9 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -68,10 +70,24 @@ type askReply struct {
 	err error
 }
 
-// outcome is the result of the server's call behind a bridge.
+// outcome is the result of the server's call behind a bridge: typed, or
+// as the server sent it (raw, from the fast path).
 type outcome struct {
 	res *mcp.CallToolResult
+	raw json.RawMessage
 	err error
+}
+
+// typed is the outcome's result in the SDK's types.
+func (o outcome) typed() (*mcp.CallToolResult, error) {
+	if o.err != nil || o.res != nil || o.raw == nil {
+		return o.res, o.err
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(o.raw, &res); err != nil {
+		return nil, fmt.Errorf("mcpkeep: the server's result: %w", err)
+	}
+	return &res, nil
 }
 
 var errBridgeClosed = errors.New("mcpkeep: the host's request that carried this one ended")
@@ -158,12 +174,12 @@ func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mc
 // round is one round of the host's call: it waits for the server's call
 // to finish (the final result) or for requests of the server's (an
 // input-required result), or for the host to cancel.
-func (bs *bridges) round(ctx context.Context, b *bridge) (*mcp.CallToolResult, error, bool) {
+func (bs *bridges) round(ctx context.Context, b *bridge) (outcome, bool) {
 	b.idle.Stop() // the host is here: it waits for us now, for as long as the call runs
 	select {
 	case out := <-b.done:
 		bs.close(b)
-		return out.res, out.err, true
+		return out, true
 	case a := <-b.asks:
 		reqs := mcp.InputRequestMap{b.park(a): a.req}
 		for more := true; more; {
@@ -175,10 +191,10 @@ func (bs *bridges) round(ctx context.Context, b *bridge) (*mcp.CallToolResult, e
 			}
 		}
 		b.idle.Reset(bs.comeBackWithin(reqs))
-		return &mcp.CallToolResult{InputRequests: reqs, RequestState: b.id}, nil, false
+		return outcome{res: &mcp.CallToolResult{InputRequests: reqs, RequestState: b.id}}, false
 	case <-ctx.Done():
 		bs.close(b)
-		return nil, ctx.Err(), true
+		return outcome{err: ctx.Err()}, true
 	}
 }
 

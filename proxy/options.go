@@ -43,6 +43,10 @@ type Options struct {
 	// DrainGrace is how long Shutdown lets requests in flight finish
 	// before it cancels them; zero is DefaultDrainGrace.
 	DrainGrace time.Duration
+	// TypedRelay relays every tools/call of a Serve host through the SDK's
+	// typed path, as the Streamable HTTP front does, instead of the fast
+	// path (docs/design.md §25): for comparison.
+	TypedRelay bool
 	// SessionIdle ends an HTTP host session that sent nothing for this
 	// long (Handler); zero is DefaultSessionIdle, negative never.
 	SessionIdle time.Duration

@@ -78,8 +78,13 @@ func (h *hostLink) progressRelay(ctx context.Context, req mcp.Request) func(*mcp
 	if !ok {
 		return nil
 	}
-	tok := pt.GetProgressToken()
 	ss, _ := req.GetSession().(*mcp.ServerSession)
+	return h.progressTo(ctx, ss, pt.GetProgressToken())
+}
+
+// progressTo relays a server's progress to session ss under the host's
+// token tok; nil when there is no token to relay under.
+func (h *hostLink) progressTo(ctx context.Context, ss *mcp.ServerSession, tok any) func(*mcp.ProgressNotificationParams) {
 	if tok == nil || ss == nil {
 		return nil
 	}

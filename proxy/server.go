@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -58,6 +59,10 @@ type Server struct {
 		closing bool
 	}
 	sessionsWG sync.WaitGroup // watch and roots goroutines
+
+	// fast counts the fast path's calls (fast.go): served, and handed
+	// back to the SDK's server.
+	fast struct{ served, handedBack atomic.Uint64 }
 }
 
 // New returns a Server for cfg's servers. Nothing starts until a host's
@@ -115,7 +120,25 @@ func New(cfg *config.Config, opts Options) *Server {
 // host goes away or ctx ends. The servers start at the host's first
 // request, with its capabilities (docs/design.md §14).
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	return s.srv.Run(ctx, t)
+	ft := &fastTransport{Transport: t, s: s}
+	ss, err := s.srv.Connect(ctx, ft, nil)
+	if err != nil {
+		return err
+	}
+	fc := ft.conn
+	fc.session.set(ss)
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		err = ctx.Err()
+	case err = <-ended:
+	}
+	fc.cancel()
+	fc.wg.Wait() // the fast calls end with the connection
+	return err
 }
 
 // Start starts the servers now, before any host connected, declaring

@@ -30,6 +30,8 @@ type upstream struct {
 
 	mu      sync.Mutex
 	exposed map[string]map[string]tools.Tool // server → public name → tool
+
+	handoffs handoffs // the fast path's calls handed back to the handler
 }
 
 func newUpstream(rp *relayPath) *upstream {
@@ -139,6 +141,9 @@ func sameTool(a, b tools.Tool) bool {
 // call's result, and comes back with the answers (see bridges).
 func (u *upstream) handler(public string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if h, ok := u.handoffs.take(req.Params.Meta); ok {
+			return h.res, h.err // the fast path's call, handed back (fast.go)
+		}
 		var args any
 		if len(req.Params.Arguments) > 0 {
 			args = req.Params.Arguments
@@ -183,11 +188,12 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 				start := time.Now()
 				res, err := pool.Call(ctx, public, args, opts)
 				u.observe(server, "tools/call", start, err)
-				b.done <- outcome{res, err}
+				b.done <- outcome{res: res, err: err}
 			}()
 		}
-		res, err, final := bs.round(ctx, b)
+		out, final := bs.round(ctx, b)
 		u.host.flush(ctx, req.Session)
+		res, err := out.typed()
 		if !final {
 			return res, nil
 		}
@@ -251,6 +257,15 @@ func (u *upstream) serverOf(public string) string {
 	}
 	server, _, _ := strings.Cut(public, "__")
 	return server
+}
+
+// exposedBy returns the server whose tool public is exposed, if it is.
+func (u *upstream) exposedBy(public string) (string, bool) {
+	server := u.serverOf(public)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.exposed[server][public]
+	return server, ok
 }
 
 // untracked is track for a mirror used without a Server (tests).

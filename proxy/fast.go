@@ -1,0 +1,546 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// The fast path (docs/design.md §25). A host's tools/call through the
+// proxy's own SDK server costs a decode of its params and its _meta, the
+// typed call to the server, a decode of the server's result into the
+// SDK's types and an encode of it again: most of the hop. On a
+// connection Serve runs (stdio), fastConn takes a plain tools/call out of
+// the stream before the SDK's server reads it and relays it with
+// Pool.CallRaw: the result goes back to the host as the server sent it.
+// Whatever the SDK's server would have done differently goes to it
+// instead, untouched, so the fast path is the typed path minus its
+// decoding:
+//
+//   - Only a request the SDK would serve as it is: the session
+//     initialized, a tools/call of an exposed tool with no more than a
+//     name, arguments and _meta (a progress token; on 2026-07-28 the
+//     _meta fields of an earlier request the SDK served, byte for byte,
+//     and no log level of its own). Anything else reads on to the SDK.
+//   - An answer the SDK would have sent as it came: a result with its
+//     content, and on 2026-07-28 its result type and server info, or the
+//     server's JSON-RPC error. Any other outcome (the connection's end
+//     worded for the model, an input request for a 2026-07-28 host, a
+//     result the SDK would have completed) is handed back: the host's
+//     request goes on to the SDK's server marked with a one-time key, and
+//     the handler answers it with the outcome instead of calling again.
+//
+// Server requests during the call, progress, cancellation, outboxes and
+// the counting of requests in flight are the typed path's.
+
+// fastConn is the host's connection on Serve's transport.
+type fastConn struct {
+	mcp.Connection
+	s *Server
+
+	session sessionRef
+	ctx     context.Context // ends the fast calls when the connection closes
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // fast calls in flight
+
+	writeMu sync.Mutex // one writer at a time: the SDK's and the fast calls'
+
+	mu      sync.Mutex
+	queue   []jsonrpc.Message // handed back to the SDK, read next
+	parent  context.Context   // the SDK reader's context
+	readCtx context.Context   // parent, cancelled by a hand-back to wake the reader
+	wake    context.CancelFunc
+	calls   map[jsonrpc.ID]context.CancelFunc // fast calls in flight, by the host's id
+	metas   map[jsonrpc.ID]string             // 2026-07-28 _meta fields of requests the SDK serves
+	served  string                            // ... of one it answered without an error
+}
+
+// sessionRef is the host's session, known once Connect returned.
+type sessionRef struct {
+	mu sync.Mutex
+	ss *mcp.ServerSession
+}
+
+func (r *sessionRef) set(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	r.ss = ss
+	r.mu.Unlock()
+}
+
+func (r *sessionRef) get() *mcp.ServerSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ss
+}
+
+// fastTransport makes Serve's connection a fastConn.
+type fastTransport struct {
+	mcp.Transport
+	s    *Server
+	conn *fastConn
+}
+
+func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fc := &fastConn{Connection: c, s: t.s, calls: map[jsonrpc.ID]context.CancelFunc{},
+		metas: map[jsonrpc.ID]string{}}
+	fc.ctx, fc.cancel = context.WithCancel(t.s.ctx)
+	t.conn = fc
+	return fc, nil
+}
+
+// maxMetas bounds the _meta fields kept for requests the SDK serves.
+const maxMetas = 64
+
+// Read hands the SDK its next message, after taking out the calls the
+// fast path serves.
+func (c *fastConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		rctx, m := c.next(ctx)
+		if m != nil {
+			return m, nil
+		}
+		m, err := c.Connection.Read(rctx)
+		if err != nil {
+			if ctx.Err() == nil && rctx.Err() != nil {
+				continue // woken by a hand-back
+			}
+			return nil, err
+		}
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			return m, nil
+		}
+		switch {
+		case req.Method == "tools/call" && req.IsCall() && c.serve(req):
+			continue
+		case req.Method == "notifications/cancelled":
+			c.cancelCall(req.Params)
+		}
+		if req.IsCall() {
+			c.noteMeta(req)
+		}
+		return m, nil
+	}
+}
+
+// next returns a handed-back message, or the context to read with.
+func (c *fastConn) next(ctx context.Context) (context.Context, jsonrpc.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return nil, m
+	}
+	if c.parent != ctx || c.readCtx == nil || c.readCtx.Err() != nil {
+		if c.wake != nil {
+			c.wake()
+		}
+		c.parent = ctx
+		c.readCtx, c.wake = context.WithCancel(ctx)
+	}
+	return c.readCtx, nil
+}
+
+// handBack queues m for the SDK and wakes its reader.
+func (c *fastConn) handBack(m jsonrpc.Message) {
+	c.mu.Lock()
+	c.queue = append(c.queue, m)
+	wake := c.wake
+	c.mu.Unlock()
+	if wake != nil {
+		wake()
+	}
+}
+
+// Write serializes the SDK's writes with the fast calls', and learns which
+// 2026-07-28 _meta fields the SDK served.
+func (c *fastConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if r, ok := m.(*jsonrpc.Response); ok {
+		c.noteServed(r)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.Connection.Write(ctx, m)
+}
+
+// Close ends the fast calls, then the connection.
+func (c *fastConn) Close() error {
+	c.cancel()
+	c.s.up.handoffs.dropAll(c)
+	c.mu.Lock()
+	if c.wake != nil {
+		c.wake()
+	}
+	c.mu.Unlock()
+	return c.Connection.Close()
+}
+
+// metaFields is the 2026-07-28 _meta fields of a request, as one string
+// ("" without them): the protocol version, client info and capabilities.
+func metaFields(meta map[string]json.RawMessage) string {
+	v, ok := meta[mcp.MetaKeyProtocolVersion]
+	if !ok {
+		return ""
+	}
+	var b bytes.Buffer
+	b.Write(v)
+	for _, k := range []string{mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
+		b.WriteByte(0)
+		if x, ok := meta[k]; ok {
+			b.WriteByte('+')
+			b.Write(x)
+		}
+	}
+	return b.String()
+}
+
+// noteMeta keeps the _meta fields of a request the SDK serves.
+func (c *fastConn) noteMeta(req *jsonrpc.Request) {
+	if !bytes.Contains(req.Params, []byte(mcp.MetaKeyProtocolVersion)) {
+		return
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return
+	}
+	if f := metaFields(p.Meta); f != "" {
+		c.mu.Lock()
+		if len(c.metas) < maxMetas {
+			c.metas[req.ID] = f
+		}
+		c.mu.Unlock()
+	}
+}
+
+// noteServed: an answer without an error proves the SDK accepted its
+// request's _meta fields.
+func (c *fastConn) noteServed(r *jsonrpc.Response) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.metas[r.ID]; ok {
+		delete(c.metas, r.ID)
+		if r.Error == nil {
+			c.served = f
+		}
+	}
+}
+
+// fastParams is all a tools/call the fast path serves may carry.
+type fastParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+// fastReq is one host call the fast path serves.
+type fastReq struct {
+	req    *jsonrpc.Request
+	ss     *mcp.ServerSession
+	public string
+	server string
+	args   json.RawMessage
+	token  any // the host's progress token, or nil
+	modern bool
+}
+
+// serve starts serving req on the fast path, or says it is the SDK's.
+func (c *fastConn) serve(req *jsonrpc.Request) bool {
+	ss := c.session.get()
+	if ss == nil || c.s.opts.TypedRelay {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || c.s.getPool() == nil {
+		return false
+	}
+	var p fastParams
+	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields); err != nil {
+		return false
+	}
+	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
+	fields := metaFields(p.Meta)
+	if fr.modern {
+		c.mu.Lock()
+		served := c.served
+		c.mu.Unlock()
+		if fields == "" || fields != served {
+			return false
+		}
+		if _, ok := p.Meta[mcp.MetaKeyLogLevel]; ok {
+			return false
+		}
+	} else if fields != "" {
+		return false
+	}
+	if raw, ok := p.Meta["progressToken"]; ok {
+		var tok any
+		if err := json.Unmarshal(raw, &tok); err != nil {
+			return false
+		}
+		switch tok.(type) {
+		case string, float64:
+			fr.token = tok
+		default:
+			return false
+		}
+	}
+	server, ok := c.s.up.exposedBy(p.Name)
+	if !ok {
+		return false
+	}
+	fr.server = server
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.mu.Lock()
+	if _, dup := c.calls[req.ID]; dup {
+		c.mu.Unlock()
+		cancel()
+		return false
+	}
+	c.calls[req.ID] = cancel
+	c.mu.Unlock()
+	c.wg.Add(1)
+	c.s.fast.served.Add(1)
+	go c.call(ctx, fr)
+	return true
+}
+
+// modernVersion is the first protocol version of the stateless era.
+const modernVersion = "2026-07-28"
+
+// cancelCall cancels the fast call a host's notifications/cancelled names.
+func (c *fastConn) cancelCall(params json.RawMessage) {
+	var p struct {
+		ID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.ID)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.calls[id]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// call relays one host call and answers it.
+func (c *fastConn) call(ctx context.Context, fr fastReq) {
+	defer c.wg.Done()
+	defer func() {
+		c.mu.Lock()
+		cancel := c.calls[fr.req.ID]
+		delete(c.calls, fr.req.ID)
+		c.mu.Unlock()
+		cancel()
+	}()
+	u := c.s.up
+	pool := u.pool()
+	relay := u.host.progressTo(ctx, fr.ss, fr.token)
+	if !fr.modern {
+		defer u.host.carry(fr.server, fr.ss)()
+		cctx, done := u.track(withCarrier(ctx, via{session: fr.ss}))
+		defer done()
+		var opts *mcpkeep.CallOptions
+		if relay != nil {
+			opts = &mcpkeep.CallOptions{Progress: relay}
+		}
+		start := time.Now()
+		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
+		u.observe(fr.server, "tools/call", start, err)
+		u.host.flush(cctx, fr.ss)
+		c.answer(fr, outcome{raw: raw, err: err})
+		return
+	}
+	bs := &u.host.bridges
+	b := bs.open(fr.server)
+	b.setRound(ctx, fr.ss, relay, "")
+	opts := &mcpkeep.CallOptions{}
+	if relay != nil {
+		opts.Progress = b.relay
+	}
+	cctx, done := u.track(withCarrier(b.ctx, via{bridge: b}))
+	go func() {
+		defer done()
+		start := time.Now()
+		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
+		u.observe(fr.server, "tools/call", start, err)
+		b.done <- outcome{raw: raw, err: err}
+	}()
+	out, final := bs.round(ctx, b)
+	u.host.flush(ctx, fr.ss)
+	if !final {
+		c.handOff(fr, out)
+		return
+	}
+	c.answer(fr, out)
+}
+
+// answer writes the host's answer: the server's result or JSON-RPC error
+// as they came where the SDK would have sent the same; anything else
+// through the SDK (handOff).
+func (c *fastConn) answer(fr fastReq, out outcome) {
+	var wire *jsonrpc.Error
+	switch {
+	case out.err == nil && out.res == nil && c.sdkWouldSend(fr, out.raw):
+		c.write(&jsonrpc.Response{ID: fr.req.ID, Result: out.raw})
+	case out.err != nil && errors.As(out.err, &wire):
+		c.write(&jsonrpc.Response{ID: fr.req.ID, Error: wire})
+	default:
+		c.handOff(fr, out)
+	}
+}
+
+// write sends a response unless the connection closed (the host is gone).
+func (c *fastConn) write(r *jsonrpc.Response) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	_ = c.Write(context.WithoutCancel(c.ctx), r)
+}
+
+// sdkWouldSend reports whether the SDK's server would have answered with
+// raw as it is: a result that has its content (the SDK fills in an empty
+// one), asks for nothing, and on 2026-07-28 names its result type and its
+// server (the SDK adds both).
+func (c *fastConn) sdkWouldSend(fr fastReq, raw json.RawMessage) bool {
+	var top struct {
+		Content       json.RawMessage `json:"content"`
+		ResultType    json.RawMessage `json:"resultType"`
+		InputRequests json.RawMessage `json:"inputRequests"`
+		Meta          struct {
+			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	if _, err := segjson.Parse(raw, &top, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
+		return false
+	}
+	if len(top.Content) == 0 || string(top.Content) == "null" || len(top.InputRequests) > 0 {
+		return false
+	}
+	if fr.modern {
+		return string(top.ResultType) == `"complete"` && len(top.Meta.ServerInfo) > 0 && string(top.Meta.ServerInfo) != "null"
+	}
+	return len(top.ResultType) == 0
+}
+
+// handoffKey is the _meta key of a request handed back to the SDK.
+const handoffKey = "io.mcpkeep/handoff"
+
+// handOff gives the host's request to the SDK's server with the outcome
+// to answer it with (see handoffs).
+func (c *fastConn) handOff(fr fastReq, out outcome) {
+	res, err := out.res, out.err
+	if res == nil && err == nil {
+		res, err = out.typed()
+	}
+	res, err = c.s.up.result(res, err)
+	var key [16]byte
+	_, _ = rand.Read(key[:])
+	k := hex.EncodeToString(key[:])
+	params, perr := withMetaKey(fr.req.Params, handoffKey, k)
+	if perr != nil {
+		// Not reached: the params parsed before. Answer as the SDK's
+		// handler would have failed.
+		c.write(&jsonrpc.Response{ID: fr.req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: perr.Error()}})
+		return
+	}
+	c.s.up.handoffs.put(k, handoff{res: res, err: err, conn: c})
+	c.s.fast.handedBack.Add(1)
+	c.handBack(&jsonrpc.Request{ID: fr.req.ID, Method: fr.req.Method, Params: params})
+}
+
+// withMetaKey is params with _meta[key] = value.
+func withMetaKey(params json.RawMessage, key, value string) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		p = map[string]json.RawMessage{}
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := p["_meta"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, err
+		}
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	v, _ := json.Marshal(value)
+	meta[key] = v
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	p["_meta"] = m
+	return json.Marshal(p)
+}
+
+// handoffs are the outcomes of fast calls handed back to the SDK, by
+// one-time key.
+type handoffs struct {
+	mu sync.Mutex
+	m  map[string]handoff
+}
+
+type handoff struct {
+	res  *mcp.CallToolResult
+	err  error
+	conn *fastConn // whose close drops it, if the SDK never read it
+}
+
+func (h *handoffs) put(k string, v handoff) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]handoff{}
+	}
+	h.m[k] = v
+}
+
+// dropAll forgets the hand-backs of a connection that closed.
+func (h *handoffs) dropAll(c *fastConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, v := range h.m {
+		if v.conn == c {
+			delete(h.m, k)
+		}
+	}
+}
+
+// take returns, once, the outcome a handed-back request carries the key
+// of.
+func (h *handoffs) take(meta mcp.Meta) (handoff, bool) {
+	k, ok := meta[handoffKey].(string)
+	if !ok {
+		return handoff{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.m[k]
+	delete(h.m, k)
+	return v, ok
+}
