@@ -51,7 +51,8 @@ type fastConn struct {
 	session sessionRef
 	ctx     context.Context // ends the fast calls when the connection closes
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup // fast calls in flight
+	work    chan fastJob   // taken by an idle worker
+	wg      sync.WaitGroup // the workers
 
 	writeMu sync.Mutex // one writer at a time: the SDK's and the fast calls'
 
@@ -96,7 +97,7 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	fc := &fastConn{Connection: c, s: t.s, calls: map[jsonrpc.ID]context.CancelFunc{},
-		metas: map[jsonrpc.ID]string{}}
+		metas: map[jsonrpc.ID]string{}, work: make(chan fastJob)}
 	fc.ctx, fc.cancel = context.WithCancel(t.s.ctx)
 	t.conn = fc
 	return fc, nil
@@ -315,9 +316,8 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 	}
 	c.calls[req.ID] = cancel
 	c.mu.Unlock()
-	c.wg.Add(1)
 	c.s.fast.served.Add(1)
-	go c.call(ctx, fr)
+	c.dispatch(fastJob{ctx, fr})
 	return true
 }
 
@@ -344,9 +344,46 @@ func (c *fastConn) cancelCall(params json.RawMessage) {
 	}
 }
 
+// fastJob is one host call for a worker.
+type fastJob struct {
+	ctx context.Context
+	fr  fastReq
+}
+
+// workerIdle is how long a worker waits for its next call before it
+// ends: a host's calls reuse a goroutine and the stack it grew, rather
+// than each growing a new one.
+const workerIdle = 5 * time.Second
+
+// dispatch hands j to an idle worker, or to a new one.
+func (c *fastConn) dispatch(j fastJob) {
+	select {
+	case c.work <- j:
+	default:
+		c.wg.Add(1)
+		go c.worker(j)
+	}
+}
+
+func (c *fastConn) worker(j fastJob) {
+	defer c.wg.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		c.call(j.ctx, j.fr)
+		idle.Reset(workerIdle)
+		select {
+		case j = <-c.work:
+		case <-idle.C:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
 // call relays one host call and answers it.
 func (c *fastConn) call(ctx context.Context, fr fastReq) {
-	defer c.wg.Done()
 	defer func() {
 		c.mu.Lock()
 		cancel := c.calls[fr.req.ID]
@@ -359,8 +396,12 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	relay := u.host.progressTo(ctx, fr.ss, fr.token)
 	if !fr.modern {
 		defer u.host.carry(fr.server, fr.ss)()
-		cctx, done := u.track(withCarrier(ctx, via{session: fr.ss}))
-		defer done()
+		// Counted in flight for Shutdown; ctx already ends with the
+		// proxy's (the connection's is derived from it), so no context
+		// of track's is needed.
+		c.s.calls.add(1)
+		defer c.s.calls.add(-1)
+		cctx := withCarrier(ctx, via{session: fr.ss})
 		var opts *mcpkeep.CallOptions
 		if relay != nil {
 			opts = &mcpkeep.CallOptions{Progress: relay}
@@ -379,9 +420,10 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	if relay != nil {
 		opts.Progress = b.relay
 	}
-	cctx, done := u.track(withCarrier(b.ctx, via{bridge: b}))
+	cctx := withCarrier(b.ctx, via{bridge: b}) // b.ctx ends with the proxy's
+	c.s.calls.add(1)
 	go func() {
-		defer done()
+		defer c.s.calls.add(-1)
 		start := time.Now()
 		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
 		u.observe(fr.server, "tools/call", start, err)

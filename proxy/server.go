@@ -13,6 +13,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,10 +117,17 @@ func New(cfg *config.Config, opts Options) *Server {
 	return s
 }
 
-// Serve serves one host on t (stdio: &mcp.IOTransport{...}) until the
+// Serve serves one host on t (stdio: &transport.HostStdio{...}) until the
 // host goes away or ctx ends. The servers start at the host's first
-// request, with its capabilities (docs/design.md §14).
+// request, with its capabilities (docs/design.md §14). Its tools/calls
+// take the fast path (docs/design.md §25). An *mcp.IOTransport is served
+// as the transport.HostStdio of its reader and writer, which reads and
+// writes as it does (and, unlike it behind the fast path's wrapper, still
+// learns the session's protocol version for its batches).
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	if io, ok := t.(*mcp.IOTransport); ok {
+		t = &transport.HostStdio{Reader: io.Reader, Writer: io.Writer, MaxLineLength: io.MaxLineLength}
+	}
 	ft := &fastTransport{Transport: t, s: s}
 	ss, err := s.srv.Connect(ctx, ft, nil)
 	if err != nil {

@@ -97,7 +97,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	var served chan error
 	if sv.listen.addr == "" || sv.listen.stdio {
 		served = make(chan error, 1)
-		go func() { served <- srv.Serve(ctx, &mcp.IOTransport{Reader: in, Writer: out}) }()
+		go func() { served <- srv.Serve(ctx, &transport.HostStdio{Reader: in, Writer: out}) }()
 	}
 	var servers []*http.Server
 	code := 0
