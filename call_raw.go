@@ -12,7 +12,7 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 )
 
-// The relay's call (docs/design.md §25). A proxy that hands a host's
+// The relay's call (docs/design.md §24). A proxy that hands a host's
 // tools/call to a server has the arguments as JSON and wants the result as
 // JSON; Call would decode the result into the SDK's types only for the
 // proxy's own server to encode it again. CallRaw sends the call as a

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// CallRaw (docs/design.md §25): the same answers as Call, sent beside the
+// CallRaw (docs/design.md §24): the same answers as Call, sent beside the
 // SDK's session; Call's outages, loss and replay.
 
 // rawSent is how many raw requests the live generation's connection made.

@@ -38,6 +38,13 @@
 // and the host's next call carries the answer back to the server's call,
 // which kept running.
 //
+// The fast path (docs/design.md §24). On Serve's connection a plain
+// tools/call is taken out of the stream before the SDK's server reads it
+// and relayed as JSON (Pool.CallRaw); the server's result goes back as it
+// came. What the SDK's server would answer otherwise reads on to it, or
+// is handed back to it with the call's outcome. Options.TypedRelay turns
+// it off; the Streamable HTTP front keeps the typed path.
+//
 // Health and metrics. Health serves /healthz and /readyz; request counts
 // leave through the Metrics interface (package metrics implements it
 // with Prometheus, which this package does not import).

@@ -16,7 +16,7 @@ import (
 	segjson "github.com/segmentio/encoding/json"
 )
 
-// The fast path (docs/design.md §25). A host's tools/call through the
+// The fast path (docs/design.md §24). A host's tools/call through the
 // proxy's own SDK server costs a decode of its params and its _meta, the
 // typed call to the server, a decode of the server's result into the
 // SDK's types and an encode of it again: most of the hop. On a

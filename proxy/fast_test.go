@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The fast path (docs/design.md §25): a Serve host's tools/call relayed as
+// The fast path (docs/design.md §24): a Serve host's tools/call relayed as
 // JSON gets what the typed path gives, for every kind of content, the
 // server's errors, progress, cancellation, a loss and the server's
 // requests to the host.

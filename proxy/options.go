@@ -45,7 +45,7 @@ type Options struct {
 	DrainGrace time.Duration
 	// TypedRelay relays every tools/call of a Serve host through the SDK's
 	// typed path, as the Streamable HTTP front does, instead of the fast
-	// path (docs/design.md §25): for comparison.
+	// path (docs/design.md §24): for comparison.
 	TypedRelay bool
 	// SessionIdle ends an HTTP host session that sent nothing for this
 	// long (Handler); zero is DefaultSessionIdle, negative never.

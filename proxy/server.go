@@ -120,7 +120,7 @@ func New(cfg *config.Config, opts Options) *Server {
 // Serve serves one host on t (stdio: &transport.HostStdio{...}) until the
 // host goes away or ctx ends. The servers start at the host's first
 // request, with its capabilities (docs/design.md §14). Its tools/calls
-// take the fast path (docs/design.md §25). An *mcp.IOTransport is served
+// take the fast path (docs/design.md §24). An *mcp.IOTransport is served
 // as the transport.HostStdio of its reader and writer, which reads and
 // writes as it does (and, unlike it behind the fast path's wrapper, still
 // learns the session's protocol version for its batches).

@@ -14,7 +14,8 @@
 // server that opens /dev/tty fails at once instead of hanging), with
 // only the base environment (BaseEnv) plus its Env unless InheritEnv, stdin,
 // stdout and stderr on os.Pipes, read and written through Lines (MCP's
-// line framing without the SDK's reader goroutine and extra decoding pass);
+// line framing without the SDK's reader goroutine and extra decoding pass,
+// the envelope decoded by DecodeEnvelope: docs/design.md §24);
 // mcp.CommandTransport is not used
 // because it sees an exit only as stdout EOF, which a grandchild (npx, uvx,
 // a shell wrapper) holding stdout delays indefinitely, and it signals only
@@ -94,4 +95,11 @@
 //     a probe counts as neither success nor failure;
 //   - whether a failed tools/call reached the server. Calls are never
 //     replayed.
+//
+// The relay's pieces (docs/design.md §24): DecodeEnvelope and
+// AppendEnvelope decode and encode a JSON-RPC message as the SDK does,
+// without its fresh decoder per message; RawConn wraps a connection so a
+// relay's requests travel beside the SDK session's, answered as JSON;
+// HostStdio is the SDK's IOTransport for the host's side with that
+// envelope.
 package transport

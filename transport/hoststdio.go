@@ -19,7 +19,7 @@ import (
 // framing, its frame bound, its batches, a batch refused from 2025-06-18
 // on), with the envelope decoded and encoded by DecodeEnvelope and
 // AppendEnvelope instead of the SDK's fresh 32 KiB decoders
-// (docs/design.md §25). TestHostStdioReadsWhatIOTransportReads holds it
+// (docs/design.md §24). TestHostStdioReadsWhatIOTransportReads holds it
 // to that.
 //
 // As with the SDK's, a reader goroutine reads Reader; it ends when a read

@@ -21,7 +21,7 @@ import (
 // RawConn is a connection that carries, beside the SDK session's own
 // traffic, requests the SDK never sees: a relay's tools/call sent and
 // answered as JSON-RPC, its params and result never decoded
-// (docs/design.md §25). Its requests have ids of their own ("mcpkeep-raw-N":
+// (docs/design.md §24). Its requests have ids of their own ("mcpkeep-raw-N":
 // the SDK's client numbers its requests), so their answers, and the
 // progress of their tokens, are taken out of the stream before the SDK
 // reads it. Everything else passes through untouched.
