@@ -617,14 +617,17 @@ type profileShare struct {
 // profileCosts are the costs the proxy's profile is summed up by: the
 // function whose cumulative share stands for each.
 var profileCosts = []struct{ what, fn string }{
-	{"GC (background mark workers; every decode allocates a fresh 32 KiB buffer)", "runtime.gcBgMarkWorker"},
-	{"JSON decoding (go-sdk internal/json.Unmarshal)", "github.com/modelcontextprotocol/go-sdk/internal/json.Unmarshal"},
-	{"the host's request handled by the proxy's SDK server", "github.com/modelcontextprotocol/go-sdk/mcp.(*ServerSession).handle"},
-	{"per-request _meta checks of 2026-07-28 (mcp.validateRequestMeta)", "github.com/modelcontextprotocol/go-sdk/mcp.validateRequestMeta"},
-	{"the relay: Pool.Call → ClientSession.CallTool to the server", "github.com/mcpkeep/mcpkeep.(*Pool).Call"},
-	{"reading the two pipes (mcp.(*ioConn).Read)", "github.com/modelcontextprotocol/go-sdk/mcp.(*ioConn).Read"},
-	{"JSON encoding (encoding/json.Marshal)", "encoding/json.Marshal"},
+	{"the fast path's call (proxy.fastConn.call: the relay, the answer)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).call"},
+	{"of which Supervisor.CallRaw (the raw request and its answer)", "github.com/mcpkeep/mcpkeep.(*Supervisor).CallRaw"},
+	{"reading the host's stream (HostStdio: json.Decoder framing, the SDK's)", "github.com/mcpkeep/mcpkeep/transport.(*hostConn).readLoop"},
+	{"reading the server's stream (Lines)", "github.com/mcpkeep/mcpkeep/transport.(*lineConn).Read"},
+	{"envelope decoding (DecodeEnvelope)", "github.com/mcpkeep/mcpkeep/transport.DecodeEnvelope"},
+	{"the SDK's server (requests the fast path left to it)", "github.com/modelcontextprotocol/go-sdk/mcp.(*ServerSession).handle"},
+	{"go-sdk internal/json.Unmarshal (a fresh 32 KiB decoder each)", "github.com/modelcontextprotocol/go-sdk/internal/json.Unmarshal"},
+	{"contexts (context.(*cancelCtx).propagateCancel)", "context.(*cancelCtx).propagateCancel"},
+	{"GC (background mark workers)", "runtime.gcBgMarkWorker"},
 	{"system calls", "syscall.Syscall"},
+	{"thread wake-ups (runtime.futex)", "runtime.futex"},
 	{"the scheduler (findRunnable: goroutine hand-offs)", "runtime.findRunnable"},
 }
 
