@@ -50,17 +50,39 @@ func (s *Supervisor) CallRaw(ctx context.Context, tool string, args json.RawMess
 	if len(args) > 0 {
 		typedArgs = args
 	}
-	if g := s.live.Load(); g != nil && g.raw != nil {
-		res, sent, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level)
+	for {
+		g := s.live.Load()
+		if g == nil {
+			// An outage, or an idle server started for this request: wait
+			// as Call waits, then go raw on the generation that serves.
+			if err := s.awaitReady(ctx, opts, &w); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if g.raw == nil {
+			break
+		}
+		res, sent, possible, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level)
+		if !possible {
+			break
+		}
 		if sent || ctx.Err() != nil {
 			if s.mayReplay(ctx, g, tool, err) {
 				return encodeResult(s.callLoop(ctx, tool, typedArgs, opts, level, &w, err, g))
 			}
 			return res, err
 		}
-		// Not sent (the connection had just ended), or not possible on g
-		// yet: Call's way.
+		// Not sent: the connection had just ended; wait for the loop to
+		// end g, then go round again (as Call does).
+		select {
+		case <-g.ctx.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	// Not on g's connection (HTTP), or not yet (a 2026-07-28 session the
+	// SDK has not sent a request on): Call's way.
 	return encodeResult(s.callLoop(ctx, tool, typedArgs, opts, level, &w, nil, nil))
 }
 
@@ -76,15 +98,15 @@ func encodeResult(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 	return data, nil
 }
 
-// callRawOn is generation.call for a raw call: sent as Call's, and false
-// too (nothing sent) when g cannot carry it yet.
+// callRawOn is generation.call for a raw call: sent as Call's; possible
+// is false (nothing sent) when g cannot carry it yet.
 func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, args json.RawMessage,
-	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (json.RawMessage, bool, error) {
+	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (_ json.RawMessage, sent, possible bool, _ error) {
 	var meta map[string]json.RawMessage
 	if g.modern {
 		sm := g.raw.SessionMeta()
 		if sm == nil {
-			return nil, false, nil
+			return nil, false, false, nil
 		}
 		meta = make(map[string]json.RawMessage, len(sm)+2)
 		for k, v := range sm {
@@ -97,7 +119,7 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 	}
 	sc, ok := g.begin(ctx)
 	if !ok {
-		return nil, false, nil
+		return nil, false, true, nil
 	}
 	defer g.end(sc)
 	var onProgress func(json.RawMessage)
@@ -150,11 +172,11 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 		}
 		call.state = state
 	}
-	sent, err := g.settle(ctx, s.opts.Name, err)
+	sent, err = g.settle(ctx, s.opts.Name, err)
 	if !sent {
-		return nil, false, err
+		return nil, false, true, err
 	}
-	return res, true, err
+	return res, true, true, err
 }
 
 // serverAnswer words a server's JSON-RPC error as the SDK's client does

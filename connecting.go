@@ -137,7 +137,7 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 	}
 	g.established = true
 	if g.listLater {
-		lc.requestSync(g, m.kinds)
+		lc.holdSync(g, m.kinds)
 	}
 	lc.everEstablished = true
 	lc.demanded = false

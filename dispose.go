@@ -65,6 +65,7 @@ func (lc *lifecycle) finish(t fsm.Transition, err error) {
 		stopTimer(&g.connectTimer)
 		stopTimer(&g.deferTimer)
 		stopTimer(&g.idleTimer)
+		stopTimer(&g.syncTimer)
 	}
 	lc.rememberNotComing()
 	lc.opts.Catalog.RemoveCatalog(lc.opts.Name)

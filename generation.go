@@ -75,6 +75,10 @@ type generation struct {
 	stableTimer  *clock.Timer
 	termTimer    *clock.Timer
 	idleTimer    *clock.Timer
+	// syncHeld: the kinds a demand start lists once its requests ended
+	// (docs/design.md §20); syncTimer bounds the hold.
+	syncHeld  listKinds
+	syncTimer *clock.Timer
 
 	// ctxReuse caches whether this generation's requests get reused
 	// contexts (see callsKeepNoContext): 0 not known yet, 1 yes, 2 no.

@@ -52,7 +52,12 @@ func (s *Supervisor) useBegin() {
 
 func (s *Supervisor) useEnd() {
 	s.lastUse.Store(s.opts.Clock.Now().UnixNano())
-	s.active.Add(-1)
+	if s.active.Add(-1) == 0 && s.syncHold.Load() {
+		// A demand start's lists wait for this (holdSync).
+		if g := s.live.Load(); g != nil {
+			s.send(message{kind: mSyncRelease, gen: g.n})
+		}
+	}
 }
 
 // busy: a request is in flight, a resource subscription is held, or the
@@ -143,4 +148,53 @@ func (lc *lifecycle) onDemand(m message) {
 	g.retry = false // a demand start is not a recovery
 	g.cause = StartDemand
 	lc.emit(t, g, nil)
+}
+
+// syncHoldMax bounds how long a demand start holds its lists back for the
+// requests that woke it.
+const syncHoldMax = time.Second
+
+// holdSync: a demand-started generation lists its kinds k once the
+// requests that woke it ended, at most syncHoldMax after it was
+// established (docs/design.md §20). Its catalog is the registered one
+// meanwhile; a sync beside the first call would cost that call the
+// server's time (the server answers the lists and the call at once). A
+// server without an idle stop counts no requests: it lists at once.
+func (lc *lifecycle) holdSync(g *generation, k listKinds) {
+	if lc.opts.idleStop <= 0 {
+		lc.requestSync(g, k)
+		return
+	}
+	g.syncHeld |= k
+	lc.s.syncHold.Store(true)
+	n := g.n
+	stopTimer(&g.syncTimer)
+	g.syncTimer = lc.opts.Clock.AfterFunc(syncHoldMax, func() {
+		lc.s.send(message{kind: mSyncRelease, gen: n})
+	})
+	if lc.s.active.Load() == 0 {
+		// The requests ended before it was established.
+		lc.releaseSync(g)
+	}
+}
+
+// onSyncRelease starts g's held sync (the requests ended, or the hold's
+// bound passed); a stale or repeated release does nothing.
+func (lc *lifecycle) onSyncRelease(m message) {
+	if g := lc.gens[m.gen]; g != nil {
+		lc.releaseSync(g)
+	}
+}
+
+func (lc *lifecycle) releaseSync(g *generation) {
+	if g.syncHeld == 0 {
+		return
+	}
+	k := g.syncHeld
+	g.syncHeld = 0
+	stopTimer(&g.syncTimer)
+	lc.s.syncHold.Store(false)
+	if g == lc.cur && lc.m.State() == fsm.Established {
+		lc.requestSync(g, k)
+	}
 }

@@ -350,3 +350,76 @@ func TestDemandStartCallsBeforeListing(t *testing.T) {
 		}
 	})
 }
+
+// TestDemandStartListsAfterItsRequests (docs/design.md §20): the lists of
+// a demand start wait until the requests that woke it ended, so they do
+// not take the server's time from the first call; a request that runs on
+// holds them at most syncHoldMax.
+func TestDemandStartListsAfterItsRequests(t *testing.T) {
+	t.Run("released when the call returns", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, lazyCached)
+			if err := h.start(); err != nil {
+				t.Fatal(err)
+			}
+			h.wantState(fsm.Idle)
+			var lists []int
+			h.mem.Serve = func(gen uint64, s *mcp.Server) {
+				s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+					return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+						if method == "tools/call" {
+							n, _ := h.mem.Gen(gen).Lists()
+							lists = append(lists, n)
+						}
+						return next(ctx, method, req)
+					}
+				})
+			}
+			if _, err := h.sup.Call(context.Background(), "echo", map[string]any{"text": "x"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			h.settle()
+			if len(lists) != 1 || lists[0] != 0 {
+				t.Fatalf("tools/list before the call: %v, want none", lists)
+			}
+			if n, _ := h.mem.Gen(1).Lists(); n != 1 {
+				t.Fatalf("%d tools/list after the call returned, want the held sync's one", n)
+			}
+			if err := h.dispose(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("bounded while the call runs", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, lazyCached)
+			if err := h.start(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := h.sup.Call(ctx, "hang", nil, nil)
+				done <- err
+			}()
+			h.settle()
+			h.wantState(fsm.Established)
+			if n, _ := h.mem.Gen(1).Lists(); n != 0 {
+				t.Fatalf("%d tools/list while the demand's call runs, want none yet", n)
+			}
+			h.advance(syncHoldMax)
+			if n, _ := h.mem.Gen(1).Lists(); n != 1 {
+				t.Fatalf("%d tools/list after the hold's bound, want 1", n)
+			}
+			cancel()
+			<-done
+			h.settle()
+			if n, _ := h.mem.Gen(1).Lists(); n != 1 {
+				t.Fatalf("%d tools/list after the call ended, want still 1 (no second sync)", n)
+			}
+			if err := h.dispose(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+}

@@ -26,6 +26,7 @@ import "github.com/mcpkeep/mcpkeep/fsm"
 //	mDrainTimeout    dispose.go     onDrainTimeout  drain_timeout
 //	mDemand          idle.go        onDemand        demand
 //	mIdleTimeout     idle.go        onIdleTimeout   idle_timeout
+//	mSyncRelease     idle.go        onSyncRelease   (no event: a held sync starts)
 func (s *Supervisor) loop() {
 	defer close(s.done)
 	defer close(s.stop)
@@ -93,5 +94,7 @@ func (lc *lifecycle) handle(m message) {
 		lc.onDemand(m)
 	case mIdleTimeout:
 		lc.onIdleTimeout(m)
+	case mSyncRelease:
+		lc.onSyncRelease(m)
 	}
 }

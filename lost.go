@@ -58,6 +58,7 @@ func (lc *lifecycle) endGen(g *generation) {
 	stopTimer(&g.deferTimer)
 	stopTimer(&g.stableTimer)
 	stopTimer(&g.idleTimer)
+	stopTimer(&g.syncTimer)
 	g.cancel()
 	g.endCalls()
 	if !g.started {

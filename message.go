@@ -28,6 +28,7 @@ const (
 	mInspect                        // tests: read loop-owned state
 	mDemand                         // host: a request needs the (idle) server
 	mIdleTimeout                    // timer: gen's idle window elapsed
+	mSyncRelease                    // requests: the demand's requests ended (or timer: the hold's bound)
 )
 
 // message is the only way into the loop. gen names the generation the

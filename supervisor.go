@@ -47,6 +47,9 @@ type Supervisor struct {
 	// one began or ended (clock UnixNano), when an idle stop is set.
 	active  atomic.Int64
 	lastUse atomic.Int64
+	// syncHold: a demand start's lists wait for the requests to end
+	// (holdSync); useEnd tells the loop when they did.
+	syncHold atomic.Bool
 
 	mu struct {
 		sync.Mutex
