@@ -43,6 +43,7 @@ func newCatalogMirror(rp *relayPath) *catalogMirror {
 }
 
 func (c *catalogMirror) apply(ch tools.CatalogChange) {
+	defer c.changed.Store(time.Now().UnixNano())
 	switch ch.List {
 	case tools.KindPrompts:
 		next := map[string]string{}

@@ -145,13 +145,21 @@ func (s *Server) settle() {
 	defer t.Stop()
 	select {
 	case <-s.applied:
-		time.Sleep(sdkListChangedDelay)
+		// The SDK announces a change of the lists sdkNotificationDelay
+		// after the last one; the announcement goes out first.
+		last := time.Unix(0, s.up.changed.Load())
+		time.Sleep(time.Until(last.Add(sdkNotificationDelay + sdkNotificationSlack)))
 	case <-t.C:
 	}
 }
 
-// sdkListChangedDelay outlasts the SDK's debounce of list_changed (10 ms).
-const sdkListChangedDelay = 25 * time.Millisecond
+// sdkNotificationDelay is the SDK's debounce of list_changed
+// (notificationDelay in go-sdk v1.8.0); sdkNotificationSlack is the
+// margin for its timer and its write.
+const (
+	sdkNotificationDelay = 10 * time.Millisecond
+	sdkNotificationSlack = 5 * time.Millisecond
+)
 
 // initialized fetches a (legacy) host's roots once it finished
 // initializing; a 2026-07-28 host is asked for roots through bridges.

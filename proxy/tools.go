@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -50,6 +52,9 @@ type relayPath struct {
 	// (see Server.track).
 	observe func(server, method string, start time.Time, err error)
 	track   func(context.Context) (context.Context, func())
+	// changed is when a mirror last changed the front's lists (UnixNano):
+	// the SDK announces them list_changed notificationDelay later.
+	changed atomic.Int64
 }
 
 // newRelayPath counts and tracks nothing (a mirror without a Server:
@@ -64,6 +69,7 @@ func newRelayPath(srv *mcp.Server, pool func() *mcpkeep.Pool, host *hostLink, lo
 func (u *upstream) apply(ch tools.Change) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	defer u.changed.Store(time.Now().UnixNano())
 	old := u.exposed[ch.Server]
 	next := make(map[string]tools.Tool, len(ch.Tools))
 	for _, t := range ch.Tools {
@@ -78,11 +84,16 @@ func (u *upstream) apply(ch tools.Change) {
 	if len(removed) > 0 {
 		u.srv.RemoveTools(removed...)
 	}
+	var toAdd []tools.Tool
 	for _, t := range ch.Tools {
 		if o, ok := old[t.PublicName]; ok && sameTool(o, t) {
 			continue
 		}
-		if err := u.add(t); err != nil {
+		toAdd = append(toAdd, t)
+	}
+	errs := u.addAll(toAdd)
+	for i, t := range toAdd {
+		if err := errs[i]; err != nil {
 			u.log.Error("tool not exposed", slog.String("server", ch.Server), slog.String("tool", t.PublicName), slog.Any("err", err))
 			delete(next, t.PublicName)
 			if _, had := old[t.PublicName]; had {
@@ -104,6 +115,36 @@ func (u *upstream) apply(ch tools.Change) {
 		slog.String("kind", ch.Kind.String()), slog.Any("added", added), slog.Any("removed", removed),
 		slog.Int("tools", len(next)))
 }
+
+// addAll exposes ts, on several goroutines when there are many: the SDK's
+// AddTool checks each tool's schema by encoding and decoding it (about
+// 50 µs a tool, most of a warm start of many servers: docs/design.md §20),
+// and it is safe to call concurrently. The order of the adds does not
+// matter: the SDK keeps its tools by name and announces them once.
+func (u *upstream) addAll(ts []tools.Tool) []error {
+	errs := make([]error, len(ts))
+	workers := min(runtime.GOMAXPROCS(0), len(ts)/addBatch)
+	if workers <= 1 {
+		for i, t := range ts {
+			errs[i] = u.add(t)
+		}
+		return errs
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(ts); i = int(next.Add(1) - 1) {
+				errs[i] = u.add(ts[i])
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// addBatch is the fewest tools per goroutine addAll starts.
+const addBatch = 8
 
 // add exposes t. The SDK panics on a schema it cannot accept (an input
 // schema that is not an object); one bad tool must not take the proxy
