@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/backoff"
@@ -64,7 +65,16 @@ type PoolOptions struct {
 	// Cache, when set, keeps every server's catalog between runs, each
 	// under its name and identity (docs/design.md §20; Options.Cache).
 	Cache *catalogcache.Cache
+	// HoldStarts, when set, holds the staggered start of the servers the
+	// cache listed until it is closed, at most StartHoldMax: a proxy
+	// closes it once its host has its first lists, which the spawns would
+	// otherwise slow down (docs/design.md §20). A request for a held
+	// server starts it at once, as ever.
+	HoldStarts <-chan struct{}
 }
+
+// StartHoldMax bounds PoolOptions.HoldStarts.
+const StartHoldMax = time.Second
 
 // Pool supervises the servers of a config.Config: one Supervisor per
 // server, all registering into one tools Sink. Apply reloads by

@@ -26,6 +26,15 @@ var staggerSlots = func() int { return max(1, runtime.GOMAXPROCS(0)) }
 // stagger starts the held servers of one Apply, in config order.
 func (p *Pool) stagger(list []*poolServer) {
 	defer p.bg.Done()
+	if hold := p.opts.HoldStarts; hold != nil {
+		t := p.clock.Timer(StartHoldMax)
+		select {
+		case <-hold:
+		case <-t.C:
+		case <-p.base.Done():
+		}
+		t.Stop()
+	}
 	slots := make(chan struct{}, staggerSlots())
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -3,6 +3,7 @@ package mcpkeep
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/catalogcache"
@@ -125,5 +126,55 @@ func TestPoolDisposeDuringStagger(t *testing.T) {
 		if g := o.last(name).Gen(1); g != nil {
 			t.Errorf("%s was started by a disposed pool", name)
 		}
+	}
+}
+
+// TestPoolHoldStartsUntilReleased (docs/design.md §20): with HoldStarts
+// the cached servers' staggered start waits until it is closed (a proxy's
+// host has its first lists), at most StartHoldMax.
+func TestPoolHoldStartsUntilReleased(t *testing.T) {
+	for _, release := range []string{"closed", "bound"} {
+		t.Run(release, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				cache := catalogcache.New(t.TempDir())
+				o := newMemOpeners()
+				sc := memServer("a")
+				if err := cache.For(sc).Save(memEntry("echo")); err != nil {
+					t.Fatal(err)
+				}
+				hold := make(chan struct{})
+				p := newTestPool(t, o, PoolOptions{Cache: cache, HoldStarts: hold})
+				if err := p.Apply(ctx, &config.Config{Servers: []config.Server{sc}}); err != nil {
+					t.Fatal(err)
+				}
+				opened := func() bool {
+					select {
+					case <-o.last("a").Opened():
+						return true
+					default:
+						return false
+					}
+				}
+				synctest.Wait()
+				if opened() {
+					t.Fatal("a cached server started while its start was held")
+				}
+				if release == "closed" {
+					close(hold)
+				} else {
+					time.Sleep(StartHoldMax - time.Millisecond)
+					synctest.Wait()
+					if opened() {
+						t.Fatal("started before the hold's bound")
+					}
+					time.Sleep(time.Millisecond)
+				}
+				synctest.Wait()
+				if !opened() {
+					t.Fatalf("a was not started once the hold was %s", release)
+				}
+			})
+		})
 	}
 }

@@ -36,6 +36,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		res, err := next(ctx, method, req)
+		if method == "tools/list" {
+			s.listedOnce.Do(func() { close(s.listed) })
+		}
 		if err != nil || (method != "initialize" && method != "server/discover") {
 			return res, err
 		}
@@ -79,13 +82,17 @@ func (s *Server) startFor(method string, req mcp.Request) {
 		}); ok {
 			caps, version = r.ClientCapabilities(), r.ProtocolVersion()
 		}
-		s.launch(caps, version)
+		s.launch(caps, version, s.listed)
 	})
 }
 
-func (s *Server) launch(caps *mcp.ClientCapabilities, version string) {
+// launch builds the pool and starts the servers. hold, when set, holds
+// the staggered start of the cached ones until the host has its first
+// tools/list (PoolOptions.HoldStarts): one stdio host waits for it.
+func (s *Server) launch(caps *mcp.ClientCapabilities, version string, hold <-chan struct{}) {
 	s.host.learn(caps, version)
 	opts := s.opts.Pool
+	opts.HoldStarts = hold
 	if opts.Logger == nil {
 		opts.Logger = s.log
 	}

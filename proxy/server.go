@@ -37,6 +37,10 @@ type Server struct {
 
 	once    sync.Once
 	started chan struct{} // closed when the pool exists
+	// listed is closed when a host's first tools/list was answered: the
+	// cached servers' staggered start waits for it (launch).
+	listed     chan struct{}
+	listedOnce sync.Once
 	applied chan struct{} // closed when the first Apply returned
 
 	reloadMu sync.Mutex // one Apply at a time
@@ -83,7 +87,7 @@ func New(cfg *config.Config, opts Options) *Server {
 		impl = &mcp.Implementation{Name: "mcpkeep", Version: "devel"}
 	}
 	s := &Server{opts: opts, log: log, health: NewHealth(),
-		started: make(chan struct{}), applied: make(chan struct{}),
+		started: make(chan struct{}), applied: make(chan struct{}), listed: make(chan struct{}),
 		set: tools.NewSet(tools.Limits{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.cfg = cfg
@@ -156,7 +160,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 func (s *Server) Start() {
 	s.once.Do(func() {
 		s.launch(&mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{},
-			Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{ListChanged: true}}, "")
+			Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{ListChanged: true}}, "", nil)
 	})
 }
 
