@@ -41,7 +41,7 @@ type Server struct {
 	// cached servers' staggered start waits for it (launch).
 	listed     chan struct{}
 	listedOnce sync.Once
-	applied chan struct{} // closed when the first Apply returned
+	applied    chan struct{} // closed when the first Apply returned
 
 	reloadMu sync.Mutex // one Apply at a time
 
