@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -102,20 +103,13 @@ func encodeResult(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 // is false (nothing sent) when g cannot carry it yet.
 func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, args json.RawMessage,
 	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (_ json.RawMessage, sent, possible bool, _ error) {
-	var meta map[string]json.RawMessage
+	var meta []byte // the session's _meta fields, on 2026-07-28
 	if g.modern {
-		sm := g.raw.SessionMeta()
-		if sm == nil {
+		if meta = g.raw.SessionMeta(); meta == nil {
 			return nil, false, false, nil
 		}
-		meta = make(map[string]json.RawMessage, len(sm)+2)
-		for k, v := range sm {
-			meta[k] = v
-		}
-		if level != "" {
-			lv, _ := json.Marshal(level)
-			meta[mcp.MetaKeyLogLevel] = lv
-		}
+	} else {
+		level = "" // a legacy server takes its level from logging/setLevel
 	}
 	sc, ok := g.begin(ctx)
 	if !ok {
@@ -131,7 +125,7 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 			}
 		}
 	}
-	call := rawToolCall{name: tool, args: args, meta: meta}
+	call := rawToolCall{name: tool, args: args, meta: meta, level: level}
 	var res json.RawMessage
 	var err error
 	shed := 0
@@ -193,55 +187,55 @@ func serverAnswer(err error) error {
 	return fmt.Errorf("calling %q: %w", "tools/call", err)
 }
 
-// rawToolCall builds the params of each round of a raw tools/call.
+// rawToolCall builds the params of each round of a raw tools/call: what
+// the SDK's client sends (CallToolParams).
 type rawToolCall struct {
 	name    string
 	args    json.RawMessage
-	meta    map[string]json.RawMessage // the session's _meta fields, or nil
-	answers json.RawMessage            // the last round's input responses
+	meta    []byte           // the session's _meta fields (2026-07-28), or nil
+	level   mcp.LoggingLevel // the request's log level (2026-07-28), or ""
+	answers json.RawMessage  // the last round's input responses
 	state   string
 }
 
 func (c *rawToolCall) params(token string) (json.RawMessage, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"name":`)
-	name, err := json.Marshal(c.name)
-	if err != nil {
-		return nil, err
-	}
-	b.Write(name)
+	b := make([]byte, 0, 64+len(c.name)+len(c.args)+len(c.meta)+len(c.answers))
+	b = append(b, `{"name":`...)
+	b = transport.AppendJSONString(b, c.name)
 	if len(c.args) > 0 {
-		b.WriteString(`,"arguments":`)
-		b.Write(c.args)
+		b = append(b, `,"arguments":`...)
+		b = append(b, c.args...)
 	}
 	if len(c.answers) > 0 {
-		b.WriteString(`,"inputResponses":`)
-		b.Write(c.answers)
-		state, err := json.Marshal(c.state)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString(`,"requestState":`)
-		b.Write(state)
+		b = append(b, `,"inputResponses":`...)
+		b = append(b, c.answers...)
+		b = append(b, `,"requestState":`...)
+		b = transport.AppendJSONString(b, c.state)
 	}
-	if token != "" || len(c.meta) > 0 {
-		meta := make(map[string]json.RawMessage, len(c.meta)+1)
-		for k, v := range c.meta {
-			meta[k] = v
-		}
+	if token != "" || c.level != "" || len(c.meta) > 0 {
+		b = append(b, `,"_meta":{`...)
+		n := len(b)
 		if token != "" {
-			t, _ := json.Marshal(token)
-			meta["progressToken"] = t
+			b = append(b, `"progressToken":`...)
+			b = transport.AppendJSONString(b, token)
 		}
-		m, err := json.Marshal(meta)
-		if err != nil {
-			return nil, err
+		if c.level != "" {
+			if len(b) > n {
+				b = append(b, ',')
+			}
+			b = transport.AppendJSONString(b, mcp.MetaKeyLogLevel)
+			b = append(b, ':')
+			b = transport.AppendJSONString(b, string(c.level))
 		}
-		b.WriteString(`,"_meta":`)
-		b.Write(m)
+		if len(c.meta) > 0 {
+			if len(b) > n {
+				b = append(b, ',')
+			}
+			b = append(b, c.meta...)
+		}
+		b = append(b, '}')
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // rawInputRequests reads what a raw result asks for, if it asks for

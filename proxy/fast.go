@@ -62,8 +62,8 @@ type fastConn struct {
 	readCtx context.Context   // parent, cancelled by a hand-back to wake the reader
 	wake    context.CancelFunc
 	calls   map[jsonrpc.ID]context.CancelFunc // fast calls in flight, by the host's id
-	metas   map[jsonrpc.ID]string             // 2026-07-28 _meta fields of requests the SDK serves
-	served  string                            // ... of one it answered without an error
+	metas   map[jsonrpc.ID]metaTriple         // 2026-07-28 _meta fields of requests the SDK serves
+	served  *metaTriple                       // ... of one it answered without an error
 }
 
 // sessionRef is the host's session, known once Connect returned.
@@ -97,7 +97,7 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	fc := &fastConn{Connection: c, s: t.s, calls: map[jsonrpc.ID]context.CancelFunc{},
-		metas: map[jsonrpc.ID]string{}, work: make(chan fastJob)}
+		metas: map[jsonrpc.ID]metaTriple{}, work: make(chan fastJob)}
 	fc.ctx, fc.cancel = context.WithCancel(t.s.ctx)
 	t.conn = fc
 	return fc, nil
@@ -191,23 +191,45 @@ func (c *fastConn) Close() error {
 	return c.Connection.Close()
 }
 
-// metaFields is the 2026-07-28 _meta fields of a request, as one string
-// ("" without them): the protocol version, client info and capabilities.
-func metaFields(meta map[string]json.RawMessage) string {
-	v, ok := meta[mcp.MetaKeyProtocolVersion]
-	if !ok {
-		return ""
+// fastMeta is what the fast path reads of a request's _meta (any other
+// key is dropped, as on the typed path).
+type fastMeta struct {
+	ProgressToken      json.RawMessage `json:"progressToken"`
+	ProtocolVersion    json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	LogLevel           json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+}
+
+// parseMeta reads raw, a request's _meta (absent: the zero fastMeta).
+func parseMeta(raw json.RawMessage) (fastMeta, bool) {
+	var m fastMeta
+	if len(raw) == 0 || string(raw) == "null" {
+		return m, true
 	}
-	var b bytes.Buffer
-	b.Write(v)
-	for _, k := range []string{mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
-		b.WriteByte(0)
-		if x, ok := meta[k]; ok {
-			b.WriteByte('+')
-			b.Write(x)
-		}
+	_, err := segjson.Parse(raw, &m, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage)
+	return m, err == nil
+}
+
+// metaTriple is a request's 2026-07-28 _meta fields, as sent.
+type metaTriple struct{ version, info, caps string }
+
+func (m *fastMeta) triple() (metaTriple, bool) {
+	if len(m.ProtocolVersion) == 0 {
+		return metaTriple{}, false
 	}
-	return b.String()
+	t := metaTriple{version: string(m.ProtocolVersion), caps: string(m.ClientCapabilities)}
+	if len(m.ClientInfo) > 0 {
+		t.info = "+" + string(m.ClientInfo) // present, told apart from absent
+	}
+	return t, true
+}
+
+// sameTriple reports whether m carries exactly the fields of t.
+func (m *fastMeta) sameTriple(t *metaTriple) bool {
+	info := len(m.ClientInfo) > 0
+	return t != nil && string(m.ProtocolVersion) == t.version && string(m.ClientCapabilities) == t.caps &&
+		info == (t.info != "") && (!info || string(m.ClientInfo) == t.info[1:])
 }
 
 // noteMeta keeps the _meta fields of a request the SDK serves.
@@ -216,15 +238,19 @@ func (c *fastConn) noteMeta(req *jsonrpc.Request) {
 		return
 	}
 	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+		Meta json.RawMessage `json:"_meta"`
 	}
-	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
 		return
 	}
-	if f := metaFields(p.Meta); f != "" {
+	m, ok := parseMeta(p.Meta)
+	if !ok {
+		return
+	}
+	if t, ok := m.triple(); ok {
 		c.mu.Lock()
 		if len(c.metas) < maxMetas {
-			c.metas[req.ID] = f
+			c.metas[req.ID] = t
 		}
 		c.mu.Unlock()
 	}
@@ -235,19 +261,19 @@ func (c *fastConn) noteMeta(req *jsonrpc.Request) {
 func (c *fastConn) noteServed(r *jsonrpc.Response) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if f, ok := c.metas[r.ID]; ok {
+	if t, ok := c.metas[r.ID]; ok {
 		delete(c.metas, r.ID)
 		if r.Error == nil {
-			c.served = f
+			c.served = &t
 		}
 	}
 }
 
 // fastParams is all a tools/call the fast path serves may carry.
 type fastParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
 }
 
 // fastReq is one host call the fast path serves.
@@ -272,25 +298,25 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 		return false
 	}
 	var p fastParams
-	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields); err != nil {
+	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields|segjson.DontCopyRawMessage); err != nil {
+		return false
+	}
+	meta, ok := parseMeta(p.Meta)
+	if !ok {
 		return false
 	}
 	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
-	fields := metaFields(p.Meta)
 	if fr.modern {
 		c.mu.Lock()
-		served := c.served
+		same := meta.sameTriple(c.served)
 		c.mu.Unlock()
-		if fields == "" || fields != served {
+		if !same || len(meta.LogLevel) > 0 {
 			return false
 		}
-		if _, ok := p.Meta[mcp.MetaKeyLogLevel]; ok {
-			return false
-		}
-	} else if fields != "" {
+	} else if len(meta.ProtocolVersion) > 0 {
 		return false
 	}
-	if raw, ok := p.Meta["progressToken"]; ok {
+	if raw := meta.ProgressToken; len(raw) > 0 {
 		var tok any
 		if err := json.Unmarshal(raw, &tok); err != nil {
 			return false

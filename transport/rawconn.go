@@ -43,8 +43,8 @@ type RawConn struct {
 
 	// meta holds the 2026-07-28 request _meta fields (protocol version,
 	// client info and capabilities) the SDK's client put on its first
-	// request, for raw requests to carry the same.
-	meta atomic.Pointer[map[string]json.RawMessage]
+	// request, for raw requests to carry the same (see SessionMeta).
+	meta atomic.Pointer[[]byte]
 }
 
 type rawCall struct {
@@ -248,7 +248,8 @@ func (c *RawConn) progress(params json.RawMessage) bool {
 var metaKeys = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities}
 
 // capture keeps the SDK's 2026-07-28 request _meta fields, from the
-// first request that has them.
+// first request that has them, as the members of a JSON object
+// (`"key":value,...`, in metaKeys' order).
 func (c *RawConn) capture(params json.RawMessage) {
 	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
 		return
@@ -259,27 +260,42 @@ func (c *RawConn) capture(params json.RawMessage) {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return
 	}
-	m := map[string]json.RawMessage{}
+	if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; !ok {
+		return
+	}
+	var b []byte
 	for _, k := range metaKeys {
-		if v, ok := p.Meta[k]; ok {
-			m[k] = v
+		v, ok := p.Meta[k]
+		if !ok {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendRaw(b, v); err != nil {
+			return
 		}
 	}
-	if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
-		c.meta.CompareAndSwap(nil, &m)
-	}
+	c.meta.CompareAndSwap(nil, &b)
 }
 
 // SessionMeta returns the 2026-07-28 request _meta fields the SDK's client
-// sends on this connection (protocol version, client info, capabilities),
-// once it sent a request; nil before, and on a connection of an earlier
-// protocol.
-func (c *RawConn) SessionMeta() map[string]json.RawMessage {
+// sends on this connection (protocol version, client info, capabilities)
+// as the members of a JSON object (`"key":value,...`), once it sent a
+// request; nil before, and on a connection of an earlier protocol.
+func (c *RawConn) SessionMeta() []byte {
 	if m := c.meta.Load(); m != nil {
 		return *m
 	}
 	return nil
 }
+
+// AppendJSONString appends s as a JSON string, as encoding/json writes it
+// with HTML escaping off.
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
 
 // Sent counts the raw requests this connection made.
 func (c *RawConn) Sent() uint64 { return c.seq.Load() }

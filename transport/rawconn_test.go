@@ -233,8 +233,8 @@ func TestRawConnCapturesSessionMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.serverRead(t)
-	m := p.raw.SessionMeta()
-	if string(m[mcp.MetaKeyProtocolVersion]) != `"2026-07-28"` || string(m[mcp.MetaKeyClientCapabilities]) != `{"roots":{}}` || len(m) != 2 {
-		t.Fatalf("meta = %v", m)
+	want := `"` + mcp.MetaKeyProtocolVersion + `":"2026-07-28","` + mcp.MetaKeyClientCapabilities + `":{"roots":{}}`
+	if got := string(p.raw.SessionMeta()); got != want {
+		t.Fatalf("meta = %s, want %s", got, want)
 	}
 }
