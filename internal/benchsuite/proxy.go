@@ -618,7 +618,7 @@ type profileShare struct {
 // function whose cumulative share stands for each.
 var profileCosts = []struct{ what, fn string }{
 	{"the fast path's call (proxy.fastConn.call: the relay, the answer)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).call"},
-	{"of which Supervisor.CallRaw (the raw request and its answer)", "github.com/mcpkeep/mcpkeep.(*Supervisor).CallRaw"},
+	{"Supervisor.CallRaw (the raw request and its answer; on 2026-07-28 on a goroutine of its own)", "github.com/mcpkeep/mcpkeep.(*Supervisor).CallRaw"},
 	{"reading the host's stream (HostStdio: json.Decoder framing, the SDK's)", "github.com/mcpkeep/mcpkeep/transport.(*hostConn).readLoop"},
 	{"reading the server's stream (Lines)", "github.com/mcpkeep/mcpkeep/transport.(*lineConn).Read"},
 	{"envelope decoding (DecodeEnvelope)", "github.com/mcpkeep/mcpkeep/transport.DecodeEnvelope"},

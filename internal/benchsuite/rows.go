@@ -125,9 +125,20 @@ func detectionRows(rep *Report, sr *stdioResult) {
 				rep.add(Row{Section: secDetect, Metric: fmt.Sprintf("the kernel: the fixture's stdout EOF → its exit notified (pidfd), no transport, p50 / p99 (n=%d)", len(sr.kernelGap)),
 					Mcpkeep: fmtDur(sr.kernelGap.pct(50)) + " / " + fmtDur(sr.kernelGap.pct(99)), Target: "—", Verdict: Info})
 			}
-			why = "CommandTransport sees the loss at stdout's end of file; mcpkeep waits for the exit itself (its " +
-				"status, and the stderr tail the loss log names), which the kernel notifies later (the row above), " +
-				"then the hand-offs of the exit → lost row"
+			rep0 := pickTimed(srv.mk, func(s crashSample) (time.Duration, bool) { return s.exit, s.exit > 0 })
+			if len(sr.sdkReport) > 0 {
+				rep.add(Row{Section: secDetect, Metric: "plain server: die sent → the fixture's exit report / exit report → exit, p50: supervised generation",
+					Mcpkeep:    fmtDur(rep0.pct(50)) + " / " + fmtDur(teardown.pct(50)),
+					Comparison: fmt.Sprintf("an SDK session on the same transport.Stdio %s / %s (n=%d)", fmtDur(sr.sdkReport.pct(50)), fmtDur(sr.sdkTeardown.pct(50)), len(sr.sdkReport)),
+					Target:     "—", Verdict: Info})
+			}
+			why = fmt.Sprintf("the transport itself matches CommandTransport (the SDK session over transport.Stdio row); the "+
+				"supervised generation's fixture takes longer to get to its exit: die sent → exit report %s against %s, "+
+				"exit report → exit %s against %s (the row above; the cause is not found: not the call path, whose "+
+				"echo matches a direct call's), then exit → lost adds %s, and the kernel's exit notification trails "+
+				"stdout's EOF by %s",
+				fmtDur(rep0.pct(50)), fmtDur(sr.sdkReport.pct(50)), fmtDur(teardown.pct(50)), fmtDur(sr.sdkTeardown.pct(50)),
+				fmtDur(x.pct(50)), fmtDur(sr.kernelGap.pct(50)))
 			v, c := d.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)
 			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport", srv.name),
 				Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("CommandTransport %s", fmtDur(c)),

@@ -198,6 +198,42 @@ func stdioDetect(ctx context.Context, st *transport.Stdio, gen uint64) (time.Dur
 	return d, nil
 }
 
+// stdioDetectMarked is an SDK session over st, whose fixture is told to
+// die: die sent → its exit report, and → its exit (the bench's watcher).
+func stdioDetectMarked(ctx context.Context, st *openLog, mark *exitMark, gen uint64) (report, exit time.Duration, err error) {
+	ctx, cancel := within(ctx)
+	defer cancel()
+	g, err := st.Open(ctx, gen)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		g.Terminate()
+		select {
+		case <-g.Gone():
+		case <-time.After(waitLimit):
+		}
+	}()
+	cs, err := newClient().Connect(ctx, g.Transport(), nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cs.Close()
+	if _, err := listAll(ctx, cs); err != nil {
+		return 0, 0, err
+	}
+	mark.set(time.Time{})
+	t0 := time.Now()
+	_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "die"})
+	_ = cs.Wait()
+	at, ok := st.exitOf(gen)
+	rep := mark.get()
+	if !ok || rep.IsZero() {
+		return 0, 0, errors.New("the exit or its report was not seen")
+	}
+	return rep.Sub(t0), at.Sub(t0), nil
+}
+
 // openLog is an Opener over a Stdio that times every Open, and watches
 // every child's exit on its own (watchExit).
 type openLog struct {
@@ -329,6 +365,8 @@ type stdioResult struct {
 	coldAllCall        durations // ... and its first call
 	timerOverrun       durations // a bare time.AfterFunc(retryDelay) from idle
 	transPlain         durations // SDK over transport.Stdio, no supervisor
+	// the same, die sent → exit report, and exit report → exit
+	sdkReport, sdkTeardown durations
 	kernelGap          durations // the fixture's stdout EOF → its exit notification, no transport
 	transGrand         durations
 	sdkPlain, sdkGrand []sdkResult
@@ -416,7 +454,14 @@ func runStdio(ctx context.Context, cfg Config) (*stdioResult, error) {
 	}
 
 	// The SDK alone over transport.Stdio, on both servers.
+	var sdkMark exitMark
+	markedStdio := &openLog{Stdio: fixtureStdio("normal", 200*time.Millisecond, &sdkMark)}
 	for i := range cfg.Crashes {
+		// The plain server once more, its exit report and exit timed,
+		// beside the supervised cycles' (why die → lost differs).
+		if rep, exit, err := stdioDetectMarked(ctx, markedStdio, &sdkMark, uint64(i+1)); err == nil {
+			res.sdkReport, res.sdkTeardown = append(res.sdkReport, rep), append(res.sdkTeardown, exit-rep)
+		}
 		dp, err := stdioDetect(ctx, coldStdio, uint64(i+1))
 		if err != nil {
 			return nil, fmt.Errorf("transport.Stdio plain %d: %w", i, err)
