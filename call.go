@@ -42,23 +42,34 @@ type CallOptions struct {
 // the call on the server too (notifications/cancelled). A tool that
 // Options.Expose hides is an error matching ErrUnknownTool.
 func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	if !s.opts.Expose.AdmitsTool(tool) {
-		return nil, fmt.Errorf("mcpkeep: server %q: tool %q: %w", s.opts.Name, tool, ErrUnknownTool)
+	level, done, err := s.beginCall(tool, opts)
+	if err != nil {
+		return nil, err
 	}
-	var level mcp.LoggingLevel
+	defer done()
+	w := readyWait{hb: newHeartbeat(opts)}
+	defer w.stop()
+	return s.callLoop(ctx, tool, args, opts, level, &w, nil, nil)
+}
+
+// beginCall is what Call and CallRaw do first: refuse a tool Expose
+// hides, settle the request's log level, and count the request for the
+// idle stop until done.
+func (s *Supervisor) beginCall(tool string, opts *CallOptions) (level mcp.LoggingLevel, done func(), err error) {
+	if !s.opts.Expose.AdmitsTool(tool) {
+		return "", nil, fmt.Errorf("mcpkeep: server %q: tool %q: %w", s.opts.Name, tool, ErrUnknownTool)
+	}
 	if opts != nil {
 		level = opts.LogLevel
 	}
 	if level == "" {
 		level = s.levelFast()
 	}
-	if s.opts.idleStop > 0 {
-		s.useBegin()
-		defer s.useEnd()
+	if s.opts.idleStop <= 0 {
+		return level, func() {}, nil
 	}
-	w := readyWait{hb: newHeartbeat(opts)}
-	defer w.stop()
-	return s.callLoop(ctx, tool, args, opts, level, &w, nil, nil)
+	s.useBegin()
+	return level, s.useEnd, nil
 }
 
 // callLoop is Call's outage loop. A call already lost on lostGen (with

@@ -31,20 +31,11 @@ import (
 // for the replay of a lost call, it is Call's result encoded. Outages,
 // loss and replay are Call's.
 func (s *Supervisor) CallRaw(ctx context.Context, tool string, args json.RawMessage, opts *CallOptions) (json.RawMessage, error) {
-	if !s.opts.Expose.AdmitsTool(tool) {
-		return nil, fmt.Errorf("mcpkeep: server %q: tool %q: %w", s.opts.Name, tool, ErrUnknownTool)
+	level, done, err := s.beginCall(tool, opts)
+	if err != nil {
+		return nil, err
 	}
-	var level mcp.LoggingLevel
-	if opts != nil {
-		level = opts.LogLevel
-	}
-	if level == "" {
-		level = s.levelFast()
-	}
-	if s.opts.idleStop > 0 {
-		s.useBegin()
-		defer s.useEnd()
-	}
+	defer done()
 	w := readyWait{hb: newHeartbeat(opts)}
 	defer w.stop()
 	var typedArgs any

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,33 +56,9 @@ func asJSON(t *testing.T, res *mcp.CallToolResult) any {
 	return v
 }
 
-// contentTools are tools whose results hold every kind of content.
-func contentTools(s *mcp.Server) {
-	results := map[string]*mcp.CallToolResult{
-		"text":  {Content: []mcp.Content{&mcp.TextContent{Text: "a <b> & \"c\"\nd", Meta: mcp.Meta{"k": "v"}}}},
-		"image": {Content: []mcp.Content{&mcp.ImageContent{Data: []byte{0, 1, 2, 255}, MIMEType: "image/png"}}},
-		"audio": {Content: []mcp.Content{&mcp.AudioContent{Data: []byte("RIFF"), MIMEType: "audio/wav"}}},
-		"link": {Content: []mcp.Content{&mcp.ResourceLink{URI: "file:///x", Name: "x", Title: "X", MIMEType: "text/plain",
-			Annotations: &mcp.Annotations{Audience: []mcp.Role{"user"}, Priority: 0.5}}}},
-		"embedded": {Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///y", MIMEType: "text/plain", Text: "y"}},
-			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///z", Blob: []byte{9, 8}}}}},
-		"structured": {Content: []mcp.Content{&mcp.TextContent{Text: `{"n":1}`}}, StructuredContent: map[string]any{"n": 1.0, "list": []any{"a", nil, true}}},
-		"failing":    {IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}},
-		"meta":       {Meta: mcp.Meta{"trace": "abc", "nested": map[string]any{"x": 1.0}}, Content: []mcp.Content{&mcp.TextContent{Text: "m"}}},
-		"empty":      {Content: []mcp.Content{}},
-	}
-	for name, res := range results {
-		s.AddTool(&mcp.Tool{Name: name, InputSchema: objectSchema},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return res, nil })
-	}
-	s.AddTool(&mcp.Tool{Name: "args", InputSchema: objectSchema},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return textResult(string(req.Params.Arguments)), nil
-		})
-	s.AddTool(&mcp.Tool{Name: "refuse", InputSchema: objectSchema},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, &jsonrpc.Error{Code: -32602, Message: "bad arguments", Data: json.RawMessage(`{"field":"x"}`)}
-		})
+// closingTools answer with the SDK's own closing codes: the server's
+// answer, not the connection's end.
+func closingTools(s *mcp.Server) {
 	for _, code := range []int64{codeClientClosing, codeServerClosing} {
 		s.AddTool(&mcp.Tool{Name: fmt.Sprintf("closing%d", -code), InputSchema: objectSchema},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -95,14 +72,13 @@ func contentTools(s *mcp.Server) {
 // server sees and the server's JSON-RPC errors, CallRaw's answer is Call's,
 // and CallRaw sent its calls as raw requests.
 func TestCallRawMatchesCall(t *testing.T) {
-	tools := []string{"text", "image", "audio", "link", "embedded", "structured", "failing", "meta", "empty",
-		"args", "caps", "sample", "elicit", "listroots", "refuse", "closing32003", "closing32004"}
+	tools := append(slices.Clone(fixture.ContentToolNames), "caps", "sample", "elicit", "listroots", "closing32003", "closing32004")
 	for _, era := range eras {
 		t.Run(eraName(era), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newProtoRig(t, era, nil, nil)
 				serve := r.mem.Serve
-				r.mem.Serve = func(gen uint64, s *mcp.Server) { serve(gen, s); contentTools(s) }
+				r.mem.Serve = func(gen uint64, s *mcp.Server) { serve(gen, s); fixture.ContentTools(s); closingTools(s) }
 				r.mustStart(t)
 				ctx := context.Background()
 				args := json.RawMessage(`{"text":"x <y>","n":[1,2.5e3]}`)
@@ -220,57 +196,4 @@ func goCallRaw(h *harness, tool string, opts *CallOptions) <-chan callResult {
 		c <- callResult{res, err}
 	}()
 	return c
-}
-
-func init() {
-	raceTable = append(raceTable,
-		replayRow("raw calls (CallRaw): a lost call of a readOnlyHint or idempotentHint tool is sent once more on the next generation; one without is not",
-			[]uint64{1}, nil, func(t *testing.T, h *harness, r *replayTools) {
-				look, put, write := goCallRaw(h, "look", nil), goCallRaw(h, "put", nil), goCallRaw(h, "write", nil)
-				h.settle()
-				if n := rawSent(h); n != 3 {
-					t.Fatalf("%d raw requests on gen 1, want 3", n)
-				}
-				h.mem.Gen(1).Kill()
-				h.settle()
-				w := resultOf(t, write)
-				if !errors.Is(w.err, ErrConnectionLost) {
-					t.Fatalf("write = %v, want ErrConnectionLost (no hints: never replayed)", w.err)
-				}
-				h.advance(time.Second) // the retry: gen 2
-				h.wantState(fsm.Established)
-				for tool, c := range map[string]<-chan callResult{"look": look, "put": put} {
-					res := resultOf(t, c)
-					if res.err != nil || resultText(res.res) != tool+" on gen 2" {
-						t.Fatalf("%s = %v, %v; want gen 2's answer", tool, resultText(res.res), res.err)
-					}
-					if r.got(1, tool) != 1 || r.got(2, tool) != 1 {
-						t.Fatalf("%s: gen 1 got %d calls, gen 2 %d; want 1 and 1", tool, r.got(1, tool), r.got(2, tool))
-					}
-				}
-				if r.got(2, "write") != 0 || h.sup.CallsReplayed() != 2 {
-					t.Fatalf("write replayed %d times; CallsReplayed = %d, want 0 and 2", r.got(2, "write"), h.sup.CallsReplayed())
-				}
-			}, cEst, eLost, lBack, bRetry, cEst, eDisp, dDone),
-
-		replayRow("raw calls (CallRaw): the crash before the write: never sent, the outage path, nothing replayed",
-			nil, nil, func(t *testing.T, h *harness, r *replayTools) {
-				release := make(chan struct{})
-				h.sup.send(message{kind: mInspect, probe: func() { <-release }}) // hold the loop
-				h.mem.Gen(1).Kill()
-				synctest.Wait() // the SDK has seen the end; the loop has not
-				c := goCallRaw(h, "look", nil)
-				synctest.Wait()
-				close(release)
-				h.settle()
-				res := resultOf(t, c)
-				var nc *NotConnectedError
-				if !errors.As(res.err, &nc) || errors.Is(res.err, ErrConnectionLost) {
-					t.Fatalf("look = %v, want a NotConnectedError (never sent)", res.err)
-				}
-				if r.got(1, "look") != 0 || h.sup.CallsReplayed() != 0 {
-					t.Fatalf("sent %d, replayed %d", r.got(1, "look"), h.sup.CallsReplayed())
-				}
-			}, cEst, eLost, lBack, bDisp, dDone),
-	)
 }

@@ -33,13 +33,9 @@ import (
 // Only a name no server of the pool could own, or one its established
 // server does not offer, is ErrUnknownTool.
 func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	lk, ok := p.sink.(tools.Lookuper)
-	if !ok {
-		return nil, fmt.Errorf("mcpkeep: pool: call %q: sink %T cannot look tools up", public, p.sink)
-	}
-	lookup := func() (string, string, bool) {
-		server, t, ok := lk.Lookup(public)
-		return server, t.Name, ok
+	lookup, err := p.toolLookup(public)
+	if err != nil {
+		return nil, err
 	}
 	return routeByName(p, ctx, "tool", public, ErrUnknownTool, opts, lookup,
 		func(sup *Supervisor, name string, opts *CallOptions) (*mcp.CallToolResult, error) {
@@ -50,18 +46,27 @@ func (p *Pool) Call(ctx context.Context, public string, args any, opts *CallOpti
 // CallRaw is Call for a relay (Supervisor.CallRaw): the arguments and the
 // result stay JSON.
 func (p *Pool) CallRaw(ctx context.Context, public string, args json.RawMessage, opts *CallOptions) (json.RawMessage, error) {
-	lk, ok := p.sink.(tools.Lookuper)
-	if !ok {
-		return nil, fmt.Errorf("mcpkeep: pool: call %q: sink %T cannot look tools up", public, p.sink)
-	}
-	lookup := func() (string, string, bool) {
-		server, t, ok := lk.Lookup(public)
-		return server, t.Name, ok
+	lookup, err := p.toolLookup(public)
+	if err != nil {
+		return nil, err
 	}
 	return routeByName(p, ctx, "tool", public, ErrUnknownTool, opts, lookup,
 		func(sup *Supervisor, name string, opts *CallOptions) (json.RawMessage, error) {
 			return sup.CallRaw(ctx, name, args, opts)
 		})
+}
+
+// toolLookup finds a public tool name's server and original name in the
+// pool's Sink.
+func (p *Pool) toolLookup(public string) (func() (server, name string, ok bool), error) {
+	lk, ok := p.sink.(tools.Lookuper)
+	if !ok {
+		return nil, fmt.Errorf("mcpkeep: pool: call %q: sink %T cannot look tools up", public, p.sink)
+	}
+	return func() (string, string, bool) {
+		server, t, ok := lk.Lookup(public)
+		return server, t.Name, ok
+	}, nil
 }
 
 // GetPrompt gets a prompt by its public name ("<server>__<prompt>"), with

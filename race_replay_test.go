@@ -110,65 +110,80 @@ func resultOf(t *testing.T, c <-chan callResult) callResult {
 	}
 }
 
+// callers are the two ways a call goes out: Call, and CallRaw (the
+// relay's, docs/design.md §24), whose loss and replay are Call's. The
+// first rows run with each.
+var callers = []struct {
+	name string
+	call func(h *harness, tool string, opts *CallOptions) <-chan callResult
+	raw  bool // the calls must go out as raw requests
+}{{"", goCall, false}, {"raw calls (CallRaw): ", goCallRaw, true}}
+
 func init() {
-	raceTable = append(raceTable,
-		replayRow("a lost call of a readOnlyHint or idempotentHint tool is sent once more on the next generation; one without is not",
-			[]uint64{1}, nil, func(t *testing.T, h *harness, r *replayTools) {
-				look, put, write := goCall(h, "look", nil), goCall(h, "put", nil), goCall(h, "write", nil)
-				h.settle()
-				h.mem.Gen(1).Kill() // after the write: the server had the calls
-				h.settle()
-				w := resultOf(t, write)
-				if !errors.Is(w.err, ErrConnectionLost) {
-					t.Fatalf("write = %v, want ErrConnectionLost (no hints: never replayed)", w.err)
-				}
-				select {
-				case l := <-look:
-					t.Fatalf("look returned during the outage: %v", l.err)
-				default:
-				}
-				h.advance(time.Second) // the retry: gen 2
-				h.wantState(fsm.Established)
-				for tool, c := range map[string]<-chan callResult{"look": look, "put": put} {
+	for _, c := range callers {
+		call, raw := c.call, c.raw
+		raceTable = append(raceTable,
+			replayRow(c.name+"a lost call of a readOnlyHint or idempotentHint tool is sent once more on the next generation; one without is not",
+				[]uint64{1}, nil, func(t *testing.T, h *harness, r *replayTools) {
+					look, put, write := call(h, "look", nil), call(h, "put", nil), call(h, "write", nil)
+					h.settle()
+					if n := rawSent(h); raw && n != 3 {
+						t.Fatalf("%d raw requests on gen 1, want the 3 calls", n)
+					}
+					h.mem.Gen(1).Kill() // after the write: the server had the calls
+					h.settle()
+					w := resultOf(t, write)
+					if !errors.Is(w.err, ErrConnectionLost) {
+						t.Fatalf("write = %v, want ErrConnectionLost (no hints: never replayed)", w.err)
+					}
+					select {
+					case l := <-look:
+						t.Fatalf("look returned during the outage: %v", l.err)
+					default:
+					}
+					h.advance(time.Second) // the retry: gen 2
+					h.wantState(fsm.Established)
+					for tool, c := range map[string]<-chan callResult{"look": look, "put": put} {
+						res := resultOf(t, c)
+						if res.err != nil || resultText(res.res) != tool+" on gen 2" {
+							t.Fatalf("%s = %v, %v; want gen 2's answer", tool, resultText(res.res), res.err)
+						}
+						if r.got(1, tool) != 1 || r.got(2, tool) != 1 {
+							t.Fatalf("%s: gen 1 got %d calls, gen 2 %d; want 1 and 1", tool, r.got(1, tool), r.got(2, tool))
+						}
+					}
+					if r.got(2, "write") != 0 {
+						t.Fatal("write was replayed")
+					}
+					if n := h.sup.CallsReplayed(); n != 2 {
+						t.Fatalf("CallsReplayed = %d, want 2", n)
+					}
+					if logs := h.logsNamed("call replayed"); len(logs) != 2 || logs[0].Attrs["gen"] != "2" {
+						t.Fatalf("logs %+v", logs)
+					}
+				}, cEst, eLost, lBack, bRetry, cEst, eDisp, dDone),
+
+			replayRow(c.name+"the crash before the write: never sent, the outage path as before, nothing replayed",
+				nil, nil, func(t *testing.T, h *harness, r *replayTools) {
+					release := make(chan struct{})
+					h.sup.send(message{kind: mInspect, probe: func() { <-release }}) // hold the loop
+					h.mem.Gen(1).Kill()
+					synctest.Wait() // the SDK has seen the end; the loop has not
+					c := call(h, "look", nil)
+					synctest.Wait()
+					close(release)
+					h.settle()
 					res := resultOf(t, c)
-					if res.err != nil || resultText(res.res) != tool+" on gen 2" {
-						t.Fatalf("%s = %v, %v; want gen 2's answer", tool, resultText(res.res), res.err)
+					var nc *NotConnectedError
+					if !errors.As(res.err, &nc) || errors.Is(res.err, ErrConnectionLost) {
+						t.Fatalf("look = %v, want a NotConnectedError (never sent)", res.err)
 					}
-					if r.got(1, tool) != 1 || r.got(2, tool) != 1 {
-						t.Fatalf("%s: gen 1 got %d calls, gen 2 %d; want 1 and 1", tool, r.got(1, tool), r.got(2, tool))
+					if r.got(1, "look") != 0 || h.sup.CallsReplayed() != 0 {
+						t.Fatalf("sent %d, replayed %d", r.got(1, "look"), h.sup.CallsReplayed())
 					}
-				}
-				if r.got(2, "write") != 0 {
-					t.Fatal("write was replayed")
-				}
-				if n := h.sup.CallsReplayed(); n != 2 {
-					t.Fatalf("CallsReplayed = %d, want 2", n)
-				}
-				if logs := h.logsNamed("call replayed"); len(logs) != 2 || logs[0].Attrs["gen"] != "2" {
-					t.Fatalf("logs %+v", logs)
-				}
-			}, cEst, eLost, lBack, bRetry, cEst, eDisp, dDone),
-
-		replayRow("the crash before the write: never sent, the outage path as before, nothing replayed",
-			nil, nil, func(t *testing.T, h *harness, r *replayTools) {
-				release := make(chan struct{})
-				h.sup.send(message{kind: mInspect, probe: func() { <-release }}) // hold the loop
-				h.mem.Gen(1).Kill()
-				synctest.Wait() // the SDK has seen the end; the loop has not
-				c := goCall(h, "look", nil)
-				synctest.Wait()
-				close(release)
-				h.settle()
-				res := resultOf(t, c)
-				var nc *NotConnectedError
-				if !errors.As(res.err, &nc) || errors.Is(res.err, ErrConnectionLost) {
-					t.Fatalf("look = %v, want a NotConnectedError (never sent)", res.err)
-				}
-				if r.got(1, "look") != 0 || h.sup.CallsReplayed() != 0 {
-					t.Fatalf("sent %d, replayed %d", r.got(1, "look"), h.sup.CallsReplayed())
-				}
-			}, cEst, eLost, lBack, bDisp, dDone),
-
+				}, cEst, eLost, lBack, bDisp, dDone))
+	}
+	raceTable = append(raceTable,
 		replayRow("a crash during the replay: the call fails, never replayed twice",
 			[]uint64{1, 2}, nil, func(t *testing.T, h *harness, r *replayTools) {
 				c := goCall(h, "look", nil)

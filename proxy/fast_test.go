@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,34 +20,9 @@ import (
 // server's errors, progress, cancellation, a loss and the server's
 // requests to the host.
 
-// fastTools adds tools whose results hold every kind of content, one that
-// refuses with a JSON-RPC error and one that sends progress.
+// fastTools adds fixture.ContentTools and a tool that sends progress.
 func fastTools(s *mcp.Server) {
-	results := map[string]*mcp.CallToolResult{
-		"text":  {Content: []mcp.Content{&mcp.TextContent{Text: "a <b> & \"c\"\nd", Meta: mcp.Meta{"k": "v"}}}},
-		"image": {Content: []mcp.Content{&mcp.ImageContent{Data: []byte{0, 1, 2, 255}, MIMEType: "image/png"}}},
-		"audio": {Content: []mcp.Content{&mcp.AudioContent{Data: []byte("RIFF"), MIMEType: "audio/wav"}}},
-		"link": {Content: []mcp.Content{&mcp.ResourceLink{URI: "file:///x", Name: "x", Title: "X", MIMEType: "text/plain",
-			Annotations: &mcp.Annotations{Audience: []mcp.Role{"user"}, Priority: 0.5}}}},
-		"embedded": {Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///y", MIMEType: "text/plain", Text: "y"}},
-			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///z", Blob: []byte{9, 8}}}}},
-		"structured": {Content: []mcp.Content{&mcp.TextContent{Text: `{"n":1}`}}, StructuredContent: map[string]any{"n": 1.0, "list": []any{"a", nil, true}}},
-		"failing":    {IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}},
-		"meta":       {Meta: mcp.Meta{"trace": "abc", "nested": map[string]any{"x": 1.0}}, Content: []mcp.Content{&mcp.TextContent{Text: "m"}}},
-		"empty":      {Content: []mcp.Content{}},
-	}
-	for name, res := range results {
-		s.AddTool(&mcp.Tool{Name: name, InputSchema: objectSchema},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return res, nil })
-	}
-	s.AddTool(&mcp.Tool{Name: "args", InputSchema: objectSchema},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return textResult(string(req.Params.Arguments)), nil
-		})
-	s.AddTool(&mcp.Tool{Name: "refuse", InputSchema: objectSchema},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, &jsonrpc.Error{Code: -32602, Message: "bad arguments", Data: json.RawMessage(`{"field":"x"}`)}
-		})
+	fixture.ContentTools(s)
 	s.AddTool(&mcp.Tool{Name: "steps", InputSchema: objectSchema},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if tok := req.Params.GetProgressToken(); tok != nil {
@@ -126,7 +102,7 @@ func outcomeOf(t *testing.T, res *mcp.CallToolResult, err error) string {
 // is the typed path's (a proxy with TypedRelay beside it), the progress
 // the host hears too; the plain calls never go through the SDK's server.
 func TestFastPathMatchesTypedPath(t *testing.T) {
-	tools := []string{"text", "image", "audio", "link", "embedded", "structured", "failing", "meta", "empty", "args", "refuse", "sample", "steps"}
+	tools := append(slices.Clone(fixture.ContentToolNames), "sample", "steps")
 	for _, era := range []string{legacyVersion, "2026-07-28"} {
 		t.Run(era, func(t *testing.T) {
 			fast, typed := fastRig(t, Options{}), fastRig(t, Options{TypedRelay: true})

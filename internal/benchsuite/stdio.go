@@ -154,15 +154,15 @@ func coldConnect(ctx context.Context, st *transport.Stdio, gen uint64, all bool)
 	return open, connect, time.Since(t0), nil
 }
 
-// stdioDetect is the SDK alone over mcpkeep's transport.Stdio: from
-// sending die to ClientSession.Wait returning, no supervisor. Beside the
-// supervisor's figure it tells the transport's share from the loop's.
-func stdioDetect(ctx context.Context, st *transport.Stdio, gen uint64) (time.Duration, error) {
+// stdioDetect is an SDK session over ol's transport whose fixture is told
+// to die: die sent → Wait returned; with a mark, also die sent → the
+// fixture's exit report and → its exit (the bench's watcher).
+func stdioDetect(ctx context.Context, ol *openLog, mark *exitMark, gen uint64) (wait, report, exit time.Duration, err error) {
 	ctx, cancel := within(ctx)
 	defer cancel()
-	g, err := st.Open(ctx, gen)
+	g, err := ol.Open(ctx, gen)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	defer func() {
 		g.Terminate()
@@ -173,11 +173,14 @@ func stdioDetect(ctx context.Context, st *transport.Stdio, gen uint64) (time.Dur
 	}()
 	cs, err := newClient().Connect(ctx, g.Transport(), nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
 	defer cs.Close()
 	if _, err := listAll(ctx, cs); err != nil {
-		return 0, err
+		return 0, 0, 0, err
+	}
+	if mark != nil {
+		mark.set(time.Time{})
 	}
 	waited := make(chan time.Time, 1)
 	go func() { cs.Wait(); waited <- time.Now() }()
@@ -187,51 +190,17 @@ func stdioDetect(ctx context.Context, st *transport.Stdio, gen uint64) (time.Dur
 		defer close(called)
 		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "die"})
 	}()
-	var d time.Duration
 	select {
 	case t1 := <-waited:
-		d = t1.Sub(t0)
+		wait = t1.Sub(t0)
 	case <-ctx.Done():
-		return 0, errors.New("transport.Stdio: Wait did not return")
+		return 0, 0, 0, errors.New("transport.Stdio: Wait did not return")
 	}
 	<-called
-	return d, nil
-}
-
-// stdioDetectMarked is an SDK session over st, whose fixture is told to
-// die: die sent → its exit report, and → its exit (the bench's watcher).
-func stdioDetectMarked(ctx context.Context, st *openLog, mark *exitMark, gen uint64) (report, exit time.Duration, err error) {
-	ctx, cancel := within(ctx)
-	defer cancel()
-	g, err := st.Open(ctx, gen)
-	if err != nil {
-		return 0, 0, err
+	if at, ok := ol.exitOf(gen); ok && mark != nil && !mark.get().IsZero() {
+		report, exit = mark.get().Sub(t0), at.Sub(t0)
 	}
-	defer func() {
-		g.Terminate()
-		select {
-		case <-g.Gone():
-		case <-time.After(waitLimit):
-		}
-	}()
-	cs, err := newClient().Connect(ctx, g.Transport(), nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer cs.Close()
-	if _, err := listAll(ctx, cs); err != nil {
-		return 0, 0, err
-	}
-	mark.set(time.Time{})
-	t0 := time.Now()
-	_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "die"})
-	_ = cs.Wait()
-	at, ok := st.exitOf(gen)
-	rep := mark.get()
-	if !ok || rep.IsZero() {
-		return 0, 0, errors.New("the exit or its report was not seen")
-	}
-	return rep.Sub(t0), at.Sub(t0), nil
+	return wait, report, exit, nil
 }
 
 // openLog is an Opener over a Stdio that times every Open, and watches
@@ -358,21 +327,21 @@ func reapGroup(pgid int) {
 
 // stdioResult is what the real-process sections measured.
 type stdioResult struct {
-	plain, grand       []crashSample
-	coldOpen           durations
-	cold, coldCall     durations
-	coldAll            durations // a cold connect listing every kind (as the supervisor does)
-	coldAllCall        durations // ... and its first call
-	timerOverrun       durations // a bare time.AfterFunc(retryDelay) from idle
-	transPlain         durations // SDK over transport.Stdio, no supervisor
+	plain, grand   []crashSample
+	coldOpen       durations
+	cold, coldCall durations
+	coldAll        durations // a cold connect listing every kind (as the supervisor does)
+	coldAllCall    durations // ... and its first call
+	timerOverrun   durations // a bare time.AfterFunc(retryDelay) from idle
+	transPlain     durations // SDK over transport.Stdio, no supervisor
 	// the same, die sent → exit report, and exit report → exit
 	sdkReport, sdkTeardown durations
-	kernelGap          durations // the fixture's stdout EOF → its exit notification, no transport
-	transGrand         durations
-	sdkPlain, sdkGrand []sdkResult
-	sdkGrandCaps       int
-	sdkGrandLimit      time.Duration
-	grandGrace         time.Duration
+	kernelGap              durations // the fixture's stdout EOF → its exit notification, no transport
+	transGrand             durations
+	sdkPlain, sdkGrand     []sdkResult
+	sdkGrandCaps           int
+	sdkGrandLimit          time.Duration
+	grandGrace             time.Duration
 }
 
 // runStdio runs sections 1 and 2: n crash cycles of a supervised plain
@@ -453,20 +422,21 @@ func runStdio(ctx context.Context, cfg Config) (*stdioResult, error) {
 		time.Sleep(time.Millisecond)
 	}
 
-	// The SDK alone over transport.Stdio, on both servers.
+	// The SDK alone over transport.Stdio, on both servers; the plain
+	// server's exit report and exit timed too, beside the supervised
+	// cycles' (why die → lost differs).
 	var sdkMark exitMark
-	markedStdio := &openLog{Stdio: fixtureStdio("normal", 200*time.Millisecond, &sdkMark)}
+	plainLog := &openLog{Stdio: fixtureStdio("normal", 200*time.Millisecond, &sdkMark)}
+	grandLog := &openLog{Stdio: grand}
 	for i := range cfg.Crashes {
-		// The plain server once more, its exit report and exit timed,
-		// beside the supervised cycles' (why die → lost differs).
-		if rep, exit, err := stdioDetectMarked(ctx, markedStdio, &sdkMark, uint64(i+1)); err == nil {
-			res.sdkReport, res.sdkTeardown = append(res.sdkReport, rep), append(res.sdkTeardown, exit-rep)
-		}
-		dp, err := stdioDetect(ctx, coldStdio, uint64(i+1))
+		dp, rep, exit, err := stdioDetect(ctx, plainLog, &sdkMark, uint64(i+1))
 		if err != nil {
 			return nil, fmt.Errorf("transport.Stdio plain %d: %w", i, err)
 		}
-		dg, err := stdioDetect(ctx, grand, uint64(i+1))
+		if rep > 0 && exit > 0 {
+			res.sdkReport, res.sdkTeardown = append(res.sdkReport, rep), append(res.sdkTeardown, exit-rep)
+		}
+		dg, _, _, err := stdioDetect(ctx, grandLog, nil, uint64(i+1))
 		if err != nil {
 			return nil, fmt.Errorf("transport.Stdio grandchild %d: %w", i, err)
 		}
