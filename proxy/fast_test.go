@@ -34,13 +34,42 @@ func fastTools(s *mcp.Server) {
 		})
 }
 
-// fastRig is a rig whose servers offer fastTools too.
+// fastRig is a rig whose servers offer fastTools too, and "wait", whose
+// calls are reported on arrived and, once cancelled, on cancelled.
 func fastRig(t *testing.T, opts Options) *rig {
+	r, _ := fastRigWaiting(t, opts)
+	return r
+}
+
+type waitTool struct{ arrived, cancelled chan struct{} }
+
+func fastRigWaiting(t *testing.T, opts Options) (*rig, *waitTool) {
 	t.Helper()
 	r := newRig(t, opts, "files")
+	w := &waitTool{arrived: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
 	serve := r.mems["files"].Serve
-	r.mems["files"].Serve = func(gen uint64, s *mcp.Server) { serve(gen, s); fastTools(s) }
-	return r
+	r.mems["files"].Serve = func(gen uint64, s *mcp.Server) {
+		serve(gen, s)
+		fastTools(s)
+		s.AddTool(&mcp.Tool{Name: "wait", InputSchema: objectSchema},
+			func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				w.arrived <- struct{}{}
+				<-ctx.Done()
+				w.cancelled <- struct{}{}
+				return nil, ctx.Err()
+			})
+	}
+	return r, w
+}
+
+// await takes one report of c, failing after testDeadline.
+func await(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(testDeadline):
+		t.Fatalf("%s: never", what)
+	}
 }
 
 // hostOf connects a host on era that answers sampling and collects
@@ -171,31 +200,24 @@ func TestFastPathStepsComeBeforeTheResult(t *testing.T) {
 // TestFastPathCancelReachesTheServer: a host's cancel ends the server's
 // handler, and the session serves on.
 func TestFastPathCancelReachesTheServer(t *testing.T) {
-	r := fastRig(t, Options{})
+	r, w := fastRigWaiting(t, Options{})
 	h := newFastHost(r, legacyVersion)
 	r.waitApplied()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__hang", Arguments: map[string]any{}})
+		_, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__wait", Arguments: map[string]any{}})
 		errc <- err
 	}()
-	deadline := time.Now().Add(testDeadline)
-	for r.srv.up.host.inflightCount("files") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	await(t, w.arrived, "the call reached the server")
+	served := r.srv.fast.served.Load()
 	cancel()
 	if err := <-errc; err == nil {
 		t.Fatal("the cancelled call returned no error")
 	}
-	for r.srv.up.host.inflightCount("files") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the cancelled call is still in flight at the server")
-		}
-		time.Sleep(time.Millisecond)
+	await(t, w.cancelled, "the server's handler was cancelled")
+	if served == 0 {
+		t.Fatal("the call did not take the fast path")
 	}
 	if got, isErr := call(t, h.cs, "files__echo", map[string]any{"text": "after"}); got != "after" || isErr {
 		t.Fatalf("after the cancel: %q (error %v)", got, isErr)
@@ -205,7 +227,7 @@ func TestFastPathCancelReachesTheServer(t *testing.T) {
 // TestFastPathLossIsWordedAsTyped: a call its server's crash cut short
 // is answered as the typed path answers it (through the SDK's server).
 func TestFastPathLossIsWordedAsTyped(t *testing.T) {
-	r := fastRig(t, Options{})
+	r, w := fastRigWaiting(t, Options{})
 	h := newFastHost(r, legacyVersion)
 	r.waitApplied()
 	type out struct {
@@ -214,21 +236,15 @@ func TestFastPathLossIsWordedAsTyped(t *testing.T) {
 	}
 	c := make(chan out, 1)
 	go func() {
-		got, isErr := call(t, h.cs, "files__hang", map[string]any{})
+		got, isErr := call(t, h.cs, "files__wait", map[string]any{})
 		c <- out{got, isErr}
 	}()
-	deadline := time.Now().Add(testDeadline)
-	for r.srv.up.host.inflightCount("files") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	await(t, w.arrived, "the call reached the server")
 	handed := r.srv.fast.handedBack.Load()
 	r.mems["files"].Gen(1).Kill()
 	o := <-c
 	if !o.isErr || !strings.Contains(o.text, "the connection to the server was lost during the call") {
-		t.Fatalf("hang after the crash: %+v", o)
+		t.Fatalf("wait after the crash: %+v", o)
 	}
 	if r.srv.fast.handedBack.Load() != handed+1 {
 		t.Fatal("the loss was not answered through the SDK's server")
@@ -251,11 +267,4 @@ func TestFastPathLeavesOthersToTheSDK(t *testing.T) {
 	if r.srv.fast.served.Load() != served {
 		t.Fatal("the fast path took a call of an unknown tool")
 	}
-}
-
-// inflightCount is how many legacy host calls to server are in flight.
-func (h *hostLink) inflightCount(server string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.inflight[server])
 }
