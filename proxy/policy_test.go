@@ -14,6 +14,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -278,6 +279,15 @@ func TestPolicyHeartbeatReachesHost(t *testing.T) {
 	}})
 	r.waitApplied()
 	r.mems["files"].Gen(1).Kill()
+	// The call is made once the loss is seen: made before, it could go
+	// out on the dying connection and be lost with it, never held.
+	sup, _ := rigPool(t, r).Supervisor("files")
+	for deadline := time.Now().Add(testDeadline); sup.State().State == fsm.Established; {
+		if time.Now().After(deadline) {
+			t.Fatal("the loss of gen 1 was never seen")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	done := make(chan string, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
