@@ -132,13 +132,15 @@ func detectionRows(rep *Report, sr *stdioResult) {
 					Comparison: fmt.Sprintf("an SDK session on the same transport.Stdio %s / %s (n=%d)", fmtDur(sr.sdkReport.pct(50)), fmtDur(sr.sdkTeardown.pct(50)), len(sr.sdkReport)),
 					Target:     "—", Verdict: Info})
 			}
-			why = fmt.Sprintf("the transport itself matches CommandTransport (the SDK session over transport.Stdio row); the "+
-				"supervised generation's fixture takes longer to get to its exit: die sent → exit report %s against %s, "+
-				"exit report → exit %s against %s (the row above; the cause is not found: not the call path, whose "+
-				"echo matches a direct call's), then exit → lost adds %s, and the kernel's exit notification trails "+
-				"stdout's EOF by %s",
+			why = fmt.Sprintf("CommandTransport reports the loss at stdout's EOF, mcpkeep at the exit (its status and "+
+				"stderr tail go into the loss log): the kernel notifies the exit %s after the EOF (p50, the row above); "+
+				"an SDK session over mcpkeep's transport.Stdio took %s, the supervisor %s; of the supervisor's: die sent "+
+				"→ the fixture's exit report %s (%s on the SDK session), exit report → exit %s (%s), exit → lost %s. "+
+				"Parts of a millisecond that move by more than their difference from one run to the next on this shared "+
+				"2-core machine",
+				fmtDur(sr.kernelGap.pct(50)), fmtDur(sr.transPlain.pct(50)), fmtDur(d.pct(50)),
 				fmtDur(rep0.pct(50)), fmtDur(sr.sdkReport.pct(50)), fmtDur(teardown.pct(50)), fmtDur(sr.sdkTeardown.pct(50)),
-				fmtDur(x.pct(50)), fmtDur(sr.kernelGap.pct(50)))
+				fmtDur(x.pct(50)))
 			v, c := d.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)
 			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport", srv.name),
 				Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("CommandTransport %s", fmtDur(c)),
