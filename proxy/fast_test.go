@@ -268,3 +268,27 @@ func TestFastPathLeavesOthersToTheSDK(t *testing.T) {
 		t.Fatal("the fast path took a call of an unknown tool")
 	}
 }
+
+// TestHostFirstListReleasesStarts: a stdio host's first tools/list
+// releases the pool's held starts (PoolOptions.HoldStarts); nothing
+// before it does.
+func TestHostFirstListReleasesStarts(t *testing.T) {
+	r := fastRig(t, Options{})
+	h := newFastHost(r, legacyVersion)
+	r.waitApplied()
+	select {
+	case <-r.srv.listed:
+		t.Fatal("released before the host listed its tools")
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	if _, err := h.cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.srv.listed:
+	case <-ctx.Done():
+		t.Fatal("the host's first tools/list did not release the held starts")
+	}
+}
