@@ -143,6 +143,7 @@ type host struct {
 	progress  *events[*mcp.ProgressNotificationParams]
 	samples   *events[string] // prompts the host's sampling handler answered
 	elicits   *events[string] // messages the host's elicitation handler answered
+	acked     *events[string] // 2026-07-28: resource subscriptions the proxy acknowledged
 	roots     []string        // the host's roots, in order
 }
 
@@ -171,7 +172,7 @@ func connectHost(t *testing.T, era string, handlers bool, cmd *exec.Cmd, termina
 	h := &host{proxyRun: r, era: era, handlers: handlers,
 		prompts: newEvents[struct{}](), resources: newEvents[struct{}](), updates: newEvents[string](),
 		messages: newEvents[*mcp.LoggingMessageParams](), progress: newEvents[*mcp.ProgressNotificationParams](),
-		samples: newEvents[string](), elicits: newEvents[string]()}
+		samples: newEvents[string](), elicits: newEvents[string](), acked: newEvents[string]()}
 	opts := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			r.changes.Add(1)
@@ -216,6 +217,18 @@ func connectHost(t *testing.T, era string, handlers bool, cmd *exec.Cmd, termina
 		opts.Capabilities = &mcp.ClientCapabilities{}
 	}
 	h.client = mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "0"}, opts)
+	// On 2026-07-28 Subscribe does not wait for the subscription to be
+	// taken: its acknowledgement says when it is (see subscribe).
+	h.client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && p != nil && method == "notifications/subscriptions/acknowledged" {
+				for _, uri := range p.Notifications.ResourceSubscriptions {
+					h.acked.add(uri)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	if handlers {
 		h.addRoot(hostRoot)
 	}
@@ -770,6 +783,13 @@ func (h *host) subscribe(tg target) {
 	defer cancel()
 	if err := h.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: fixture.CounterURI}); err != nil {
 		h.t.Fatalf("subscribe %s: %v", fixture.CounterURI, err)
+	}
+	if h.era >= "2026-07-28" {
+		// Subscribe returned before the proxy took the subscription: an
+		// update before the acknowledgement would reach no subscriber.
+		h.acked.wait(h.t, "the proxy acknowledged the subscription to "+fixture.CounterURI, func(l []string) bool {
+			return slices.Contains(l, fixture.CounterURI)
+		})
 	}
 	if got := h.callText(tg.name("subscriptions"), map[string]any{"min": 1}); got != fixture.CounterURI {
 		h.t.Errorf("%s: %q, want %s", tg.name("subscriptions"), got, fixture.CounterURI)
