@@ -119,15 +119,10 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 	call := rawToolCall{name: tool, args: args, meta: meta, level: level}
 	var res json.RawMessage
 	var err error
-	shed := 0
-	for round := 1; ; round++ {
+	rs := rounds{server: s.opts.Name, method: "tools/call"}
+	for {
 		res, err = g.raw.Call(sc.ctx, "tools/call", call.params, onProgress)
-		err = serverAnswer(err)
-		if err != nil && round > 1 && errors.Is(err, mcp.ErrConnectionClosed) {
-			err = fmt.Errorf("mcpkeep: server %q: tools/call: round %d could not be sent after round 1 was answered: %w: %w",
-				s.opts.Name, round, ErrConnectionLost, err)
-		}
-		if err != nil {
+		if err = rs.answered(serverAnswer(err)); err != nil {
 			break
 		}
 		reqs, state, asks, derr := rawInputRequests(res)
@@ -135,14 +130,7 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 			err = derr
 			break
 		}
-		if len(reqs) == 0 { // the server sheds load: ask again, a few times
-			if shed++; shed >= 3 {
-				err = fmt.Errorf("mcpkeep: server %q: tools/call: the server asked for no input %d times", s.opts.Name, shed)
-				break
-			}
-		}
-		if round >= maxRounds {
-			err = fmt.Errorf("mcpkeep: server %q: tools/call: still asking for input after %d rounds", s.opts.Name, round)
+		if err = rs.more(reqs); err != nil {
 			break
 		}
 		// The host's handlers get the request's context, as on Call's

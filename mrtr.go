@@ -29,30 +29,18 @@ func (s *Supervisor) multiRoundTrip(g *generation) mcp.Middleware {
 			if method != "tools/call" && method != "prompts/get" && method != "resources/read" {
 				return next(ctx, method, req)
 			}
-			shed := 0
-			for round := 1; ; round++ {
+			rs := rounds{server: s.opts.Name, method: method}
+			for {
 				res, err := next(ctx, method, req)
-				if err != nil && round > 1 && errors.Is(err, mcp.ErrConnectionClosed) {
-					// The server answered round 1 and may have acted on
-					// it (the person was asked): the call is not one that
-					// was never sent, so it must not be replayed.
-					err = fmt.Errorf("mcpkeep: server %q: %s: round %d could not be sent after round 1 was answered: %w: %w",
-						s.opts.Name, method, round, ErrConnectionLost, err)
-				}
-				if err != nil {
+				if err = rs.answered(err); err != nil {
 					return res, err
 				}
 				reqs, state, ok := inputRequests(res)
 				if !ok {
 					return res, nil
 				}
-				if len(reqs) == 0 { // the server sheds load: ask again, a few times
-					if shed++; shed >= 3 {
-						return nil, fmt.Errorf("mcpkeep: server %q: %s: the server asked for no input %d times", s.opts.Name, method, shed)
-					}
-				}
-				if round >= maxRounds {
-					return nil, fmt.Errorf("mcpkeep: server %q: %s: still asking for input after %d rounds", s.opts.Name, method, round)
+				if err := rs.more(reqs); err != nil {
+					return nil, err
 				}
 				answers, err := s.fulfil(ctx, g, reqs)
 				if err != nil {
@@ -64,6 +52,41 @@ func (s *Supervisor) multiRoundTrip(g *generation) mcp.Middleware {
 			}
 		}
 	}
+}
+
+// rounds counts one request's rounds and keeps their bounds, for both
+// multi round trips: the SDK client's (multiRoundTrip) and CallRaw's.
+type rounds struct {
+	server, method string
+	n, shed        int
+}
+
+// answered takes the outcome of the next round. A round after the first
+// that could not be sent follows one the server answered and may have
+// acted on (the person was asked): the call is not one that was never
+// sent, so it must not be replayed.
+func (r *rounds) answered(err error) error {
+	r.n++
+	if err != nil && r.n > 1 && errors.Is(err, mcp.ErrConnectionClosed) {
+		return fmt.Errorf("mcpkeep: server %q: %s: round %d could not be sent after round 1 was answered: %w: %w",
+			r.server, r.method, r.n, ErrConnectionLost, err)
+	}
+	return err
+}
+
+// more says whether another round may answer reqs: a server that sheds
+// load (asks for no input) is asked again a few times, and no request
+// goes past maxRounds.
+func (r *rounds) more(reqs mcp.InputRequestMap) error {
+	if len(reqs) == 0 {
+		if r.shed++; r.shed >= 3 {
+			return fmt.Errorf("mcpkeep: server %q: %s: the server asked for no input %d times", r.server, r.method, r.shed)
+		}
+	}
+	if r.n >= maxRounds {
+		return fmt.Errorf("mcpkeep: server %q: %s: still asking for input after %d rounds", r.server, r.method, r.n)
+	}
+	return nil
 }
 
 // inputRequests returns what a result asks for, if it asks for anything.
