@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpkeep/mcpkeep/internal/jsonscan"
 	"github.com/yosida95/uritemplate/v3"
 )
 
@@ -55,10 +56,10 @@ const maxSchemaDepth = 1000
 // struct decoding does not fit) this one still makes it: it is never
 // looser than AddTool.
 func checkTool(d *Tool, input any) string {
-	if depth(d.InputSchema) > maxSchemaDepth {
+	if depth, _ := jsonscan.Scan(d.InputSchema); depth > maxSchemaDepth {
 		return fmt.Sprintf("inputSchema nests deeper than %d levels", maxSchemaDepth)
 	}
-	if depth(d.OutputSchema) > maxSchemaDepth {
+	if depth, _ := jsonscan.Scan(d.OutputSchema); depth > maxSchemaDepth {
 		return fmt.Sprintf("outputSchema nests deeper than %d levels", maxSchemaDepth)
 	}
 	// input is the schema d.InputSchema was marshalled from. The SDK
@@ -154,38 +155,6 @@ func sortedKeys(m map[string]any) []string {
 func isTChar(r rune) bool {
 	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' ||
 		strings.ContainsRune("!#$%&'*+-.^_`|~", r)
-}
-
-// depth is the deepest nesting of objects and arrays in data, counted as
-// the SDK counts it (strings skipped, unbalanced closers ignored).
-func depth(data []byte) int {
-	var d, most int
-	inString, escaped := false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			d++
-			most = max(most, d)
-		case '}', ']':
-			if d > 0 {
-				d--
-			}
-		}
-	}
-	return most
 }
 
 // checkURI returns why the go-sdk's Server.AddResource would panic on uri

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/mcpkeep/mcpkeep/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -99,33 +100,10 @@ slow:
 }
 
 // checkDepth fails data that nests objects and arrays deeper than
-// maxDepth, skipping over strings, as the SDK's decoder does first.
+// maxDepth, counted as the SDK counts them.
 func checkDepth(data []byte) error {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > maxDepth {
-				return errMaxDepth
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
+	if d, _ := jsonscan.Scan(data); d > maxDepth {
+		return errMaxDepth
 	}
 	return nil
 }
@@ -231,7 +209,7 @@ func appendString(dst []byte, s string) []byte {
 // space to remove, compacted otherwise (encoding/json compacts a
 // RawMessage and fails an invalid one).
 func appendRaw(dst []byte, raw json.RawMessage) ([]byte, error) {
-	if !spaced(raw) && segjson.Valid(raw) {
+	if _, spaced := jsonscan.Scan(raw); !spaced && segjson.Valid(raw) {
 		return append(dst, raw...), nil
 	}
 	var buf bytes.Buffer
@@ -239,30 +217,4 @@ func appendRaw(dst []byte, raw json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst, buf.Bytes()...), nil
-}
-
-// spaced reports whether raw holds white space outside its strings, which
-// Compact would remove.
-func spaced(raw []byte) bool {
-	inString, escaped := false, false
-	for _, b := range raw {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			return true
-		}
-	}
-	return false
 }
