@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -48,8 +49,8 @@ type fastConn struct {
 	mcp.Connection
 	s *Server
 
-	session sessionRef
-	ctx     context.Context // ends the fast calls when the connection closes
+	session atomic.Pointer[mcp.ServerSession] // the host's, once Connect returned
+	ctx     context.Context                   // ends the fast calls when the connection closes
 	cancel  context.CancelFunc
 	work    chan fastJob   // taken by an idle worker
 	wg      sync.WaitGroup // the workers
@@ -64,24 +65,6 @@ type fastConn struct {
 	calls   map[jsonrpc.ID]context.CancelFunc // fast calls in flight, by the host's id
 	metas   map[jsonrpc.ID]metaTriple         // 2026-07-28 _meta fields of requests the SDK serves
 	served  *metaTriple                       // ... of one it answered without an error
-}
-
-// sessionRef is the host's session, known once Connect returned.
-type sessionRef struct {
-	mu sync.Mutex
-	ss *mcp.ServerSession
-}
-
-func (r *sessionRef) set(ss *mcp.ServerSession) {
-	r.mu.Lock()
-	r.ss = ss
-	r.mu.Unlock()
-}
-
-func (r *sessionRef) get() *mcp.ServerSession {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ss
 }
 
 // fastTransport makes Serve's connection a fastConn.
@@ -211,25 +194,14 @@ func parseMeta(raw json.RawMessage) (fastMeta, bool) {
 	return m, err == nil
 }
 
-// metaTriple is a request's 2026-07-28 _meta fields, as sent.
+// metaTriple is a request's 2026-07-28 _meta fields, as sent ("" for
+// one that is absent: a present value is never empty text).
 type metaTriple struct{ version, info, caps string }
 
+// triple is m's protocol fields; false without a protocol version.
 func (m *fastMeta) triple() (metaTriple, bool) {
-	if len(m.ProtocolVersion) == 0 {
-		return metaTriple{}, false
-	}
-	t := metaTriple{version: string(m.ProtocolVersion), caps: string(m.ClientCapabilities)}
-	if len(m.ClientInfo) > 0 {
-		t.info = "+" + string(m.ClientInfo) // present, told apart from absent
-	}
-	return t, true
-}
-
-// sameTriple reports whether m carries exactly the fields of t.
-func (m *fastMeta) sameTriple(t *metaTriple) bool {
-	info := len(m.ClientInfo) > 0
-	return t != nil && string(m.ProtocolVersion) == t.version && string(m.ClientCapabilities) == t.caps &&
-		info == (t.info != "") && (!info || string(m.ClientInfo) == t.info[1:])
+	t := metaTriple{string(m.ProtocolVersion), string(m.ClientInfo), string(m.ClientCapabilities)}
+	return t, t.version != ""
 }
 
 // noteMeta keeps the _meta fields of a request the SDK serves.
@@ -289,7 +261,7 @@ type fastReq struct {
 
 // serve starts serving req on the fast path, or says it is the SDK's.
 func (c *fastConn) serve(req *jsonrpc.Request) bool {
-	ss := c.session.get()
+	ss := c.session.Load()
 	if ss == nil || c.s.opts.TypedRelay {
 		return false
 	}
@@ -307,8 +279,9 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 	}
 	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
 	if fr.modern {
+		t, _ := meta.triple()
 		c.mu.Lock()
-		same := meta.sameTriple(c.served)
+		same := c.served != nil && t == *c.served
 		c.mu.Unlock()
 		if !same || len(meta.LogLevel) > 0 {
 			return false

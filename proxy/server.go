@@ -138,7 +138,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 		return err
 	}
 	fc := ft.conn
-	fc.session.set(ss)
+	fc.session.Store(ss)
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
