@@ -98,9 +98,6 @@ func (c *hostConn) readLoop(limit int) {
 				err = rerr
 			}
 		}
-		if errors.Is(err, errFrameLimit) {
-			err = errFrame
-		}
 		select {
 		case c.incoming <- rawOrErr{raw, err}:
 		case <-c.closed:
@@ -113,8 +110,6 @@ func (c *hostConn) readLoop(limit int) {
 	}
 }
 
-var errFrameLimit = errors.New("frame limit")
-
 // frameLimit bounds the bytes read for one frame.
 type frameLimit struct {
 	r     io.Reader
@@ -124,7 +119,7 @@ type frameLimit struct {
 
 func (r *frameLimit) Read(p []byte) (int, error) {
 	if r.count >= r.limit {
-		return 0, errFrameLimit
+		return 0, errFrame
 	}
 	if len(p) > r.limit-r.count {
 		p = p[:r.limit-r.count]
