@@ -57,7 +57,6 @@ type Handler struct {
 	mu    sync.Mutex
 	entry *Entry    // nil: not signed in
 	mod   time.Time // the store file's modification time when read
-	ts    oauth2.TokenSource
 }
 
 var _ auth.OAuthHandler = (*Handler)(nil)
@@ -92,16 +91,18 @@ func (h *Handler) token() (*oauth2.Token, error) {
 	if h.entry == nil {
 		return nil, h.signIn("not signed in")
 	}
-	tok, err := h.ts.Token()
-	if err != nil {
-		return nil, h.refreshFailed(err)
-	}
-	if tok.AccessToken != h.entry.AccessToken {
-		if err := h.persist(tok); err != nil {
+	if !h.fresh(h.entry) {
+		if err := h.refresh(h.entry.AccessToken, false); err != nil {
 			return nil, err
 		}
 	}
-	return tok, nil
+	return h.entry.token(), nil
+}
+
+// fresh: e's access token is good for longer than EarlyRefresh (or has no
+// expiry).
+func (h *Handler) fresh(e *Entry) bool {
+	return e.Expiry.IsZero() || time.Now().Add(h.o.EarlyRefresh).Before(e.Expiry)
 }
 
 // Authorize implements auth.OAuthHandler: the server answered 401 (or 403).
@@ -141,18 +142,7 @@ func (h *Handler) Authorize(_ context.Context, req *http.Request, resp *http.Res
 	if insufficientScope {
 		return h.stepUp(asked)
 	}
-	if h.entry.RefreshToken == "" {
-		h.forget(h.entry.AccessToken)
-		return h.signIn("the server rejected the token, and there is no refresh token")
-	}
-	tok, err := refresher{h}.Token()
-	if err != nil {
-		return h.refreshFailed(err)
-	}
-	if err := h.persist(tok); err != nil {
-		return err
-	}
-	return nil
+	return h.refresh(sent, true)
 }
 
 // stepUp records the scopes the server asked for beyond the token's, so
@@ -164,35 +154,41 @@ func (h *Handler) stepUp(asked []string) error {
 		return h.signIn(reason)
 	}
 	reason += ": " + strings.Join(asked, " ")
-	e := *h.entry
-	e.StepUpScopes = union(union(e.Scopes, e.StepUpScopes), asked)
-	if err := h.o.Store.Save(&e); err != nil {
+	t := h.o.Target
+	err := h.o.Store.withLock(t.URL, t.Client.ID, func() error {
+		// The entry as stored now: a refresh or a sign-in by another
+		// process since this one read it is kept, with the scopes added.
+		cur, err := h.o.Store.Load(t.URL, t.Client.ID)
+		if err != nil {
+			return err
+		}
+		next := *cur
+		next.StepUpScopes = union(union(cur.Scopes, cur.StepUpScopes), asked)
+		if err := h.o.Store.swap(cur, &next); err != nil {
+			return err
+		}
+		h.adoptStored(&next)
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotSignedIn) {
 		return err
-	}
-	if st, err := os.Stat(h.o.Store.path(e.URL, e.ConfigClientID)); err == nil {
-		h.adopt(&e, st.ModTime())
 	}
 	return h.signIn(reason)
 }
 
-// refresher trades the entry's refresh token for a new token, every time
-// it is asked (the oauth2 package's own refreshing source would hand out
-// its cached token until 10 s before expiry, defeating EarlyRefresh).
-// Called with h.mu held.
-type refresher struct{ h *Handler }
-
-func (r refresher) Token() (*oauth2.Token, error) {
-	h := r.h
-	cfg, err := h.config()
+// exchange trades e's refresh token for a new token, every time it is
+// asked (the oauth2 package's own refreshing source would hand out its
+// cached token until 10 s before expiry, defeating EarlyRefresh).
+func (h *Handler) exchange(e *Entry) (*oauth2.Token, error) {
+	cfg, err := h.config(e)
 	if err != nil {
 		return nil, err
 	}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, h.client)
-	return cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: h.entry.RefreshToken}).Token()
+	return cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: e.RefreshToken}).Token()
 }
 
-func (h *Handler) config() (*oauth2.Config, error) {
-	e := h.entry
+func (h *Handler) config(e *Entry) (*oauth2.Config, error) {
 	secret := e.ClientSecret
 	if h.o.Target.Client.ID != "" {
 		s, err := h.o.Target.Client.secret(h.o.LookupEnv)
@@ -208,13 +204,13 @@ func (h *Handler) config() (*oauth2.Config, error) {
 }
 
 // sync reads the store's entry again when its file changed (or always,
-// with force), and rebuilds the token source from it.
+// with force).
 func (h *Handler) sync(force bool) error {
 	s, t := h.o.Store, h.o.Target
 	path := s.path(t.URL, t.Client.ID)
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		h.entry, h.ts, h.mod = nil, nil, time.Time{}
+		h.entry, h.mod = nil, time.Time{}
 		return nil
 	}
 	if err != nil {
@@ -225,72 +221,23 @@ func (h *Handler) sync(force bool) error {
 	}
 	e, mod, err := s.load(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		h.entry, h.ts, h.mod = nil, nil, time.Time{}
+		h.entry, h.mod = nil, time.Time{}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	h.adopt(e, mod)
+	h.entry, h.mod = e, mod
 	return nil
 }
 
-func (h *Handler) adopt(e *Entry, mod time.Time) {
-	h.entry, h.mod = e, mod
-	h.ts = oauth2.ReuseTokenSourceWithExpiry(e.token(), refresher{h}, h.o.EarlyRefresh)
-}
-
-// persist stores a refreshed token (the refresh token may have rotated).
-func (h *Handler) persist(tok *oauth2.Token) error {
-	e := *h.entry
-	e.setToken(tok)
-	if err := h.o.Store.Save(&e); err != nil {
-		return err
-	}
+// adoptStored makes e, just written, the handler's entry.
+func (h *Handler) adoptStored(e *Entry) {
 	mod := time.Time{}
 	if st, err := os.Stat(h.o.Store.path(e.URL, e.ConfigClientID)); err == nil {
 		mod = st.ModTime()
 	}
-	h.adopt(&e, mod)
-	return nil
-}
-
-// refreshFailed turns a failed refresh into an error that carries no
-// token: a refusal by the authorization server forgets the entry and
-// needs a person; anything else (the server unreachable, a 5xx) is an
-// ordinary failure that a retry may cure.
-func (h *Handler) refreshFailed(err error) error {
-	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) {
-		if h.entry != nil && h.entry.RefreshToken == "" {
-			h.forget(h.entry.AccessToken)
-			return h.signIn("the token expired, and there is no refresh token")
-		}
-		return fmt.Errorf("oauth: refreshing the token of %s: %w", h.o.Target.name(), err)
-	}
-	status := 0
-	if re.Response != nil {
-		status = re.Response.StatusCode
-	}
-	what := re.ErrorCode
-	if what == "" {
-		what = fmt.Sprintf("HTTP %d", status)
-	}
-	if status == http.StatusBadRequest || status == http.StatusUnauthorized {
-		if h.entry != nil {
-			h.forget(h.entry.RefreshToken)
-		}
-		return h.signIn("the refresh was refused: " + what)
-	}
-	return fmt.Errorf("oauth: refreshing the token of %s: the token endpoint answered %s", h.o.Target.name(), what)
-}
-
-// forget drops the entry holding the refused token, from memory and from
-// the store (unless a sign-in replaced it meanwhile).
-func (h *Handler) forget(refused string) {
-	t := h.o.Target
-	_ = h.o.Store.deleteIf(t.URL, t.Client.ID, refused)
-	h.entry, h.ts, h.mod = nil, nil, time.Time{}
+	h.entry, h.mod = e, mod
 }
 
 func (h *Handler) signIn(reason string) error {

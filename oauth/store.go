@@ -134,8 +134,14 @@ func (s *Store) load(path string) (*Entry, time.Time, error) {
 	return &e, st.ModTime(), nil
 }
 
-// Save writes e atomically with mode 0600, creating the directory (0700).
+// Save writes e atomically with mode 0600, creating the directory (0700),
+// under the entry's lock: a sign-in replaces whatever was there.
 func (s *Store) Save(e *Entry) error {
+	return s.withLock(e.URL, e.ConfigClientID, func() error { return s.write(e) })
+}
+
+// write writes e; the caller holds the entry's lock.
+func (s *Store) write(e *Entry) error {
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return fmt.Errorf("oauth: token store: %w", err)
@@ -149,6 +155,10 @@ func (s *Store) Save(e *Entry) error {
 // Delete forgets the entry of url and clientID; forgetting what is not
 // there is not an error.
 func (s *Store) Delete(url, clientID string) error {
+	return s.withLock(url, clientID, func() error { return s.remove(url, clientID) })
+}
+
+func (s *Store) remove(url, clientID string) error {
 	err := os.Remove(s.path(url, clientID))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("oauth: token store: %w", err)
@@ -156,8 +166,60 @@ func (s *Store) Delete(url, clientID string) error {
 	return nil
 }
 
+// ErrStoreLocked: another process held an entry's lock for longer than a
+// refresh can take.
+var ErrStoreLocked = errors.New("token store entry locked by another process")
+
+// ErrEntryChanged: a compare-and-swap found the entry changed since it was
+// read (another process refreshed it, or a person signed in again).
+var ErrEntryChanged = errors.New("token store entry changed meanwhile")
+
+// lockWait bounds the wait for an entry's lock: longer than one refresh
+// (tokenTimeout) takes its holder.
+const lockWait = tokenTimeout + 15*time.Second
+
+// withLock runs fn holding the entry's lock: an advisory file lock on a
+// file beside the entry (docs/design.md §22), so several processes that
+// share the store (two proxies, `auth login` beside a running proxy) read,
+// refresh and write an entry one at a time.
+func (s *Store) withLock(url, clientID string, fn func() error) error {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("oauth: token store: %w", err)
+	}
+	unlock, err := lockFile(strings.TrimSuffix(s.path(url, clientID), ".json")+".lock", lockWait)
+	if err != nil {
+		return fmt.Errorf("oauth: token store: %w", err)
+	}
+	defer unlock()
+	return fn()
+}
+
+// swap replaces the entry of next's key with next only while the store
+// still holds old (nil: no entry), else ErrEntryChanged; the caller holds
+// the entry's lock. Whoever wrote meanwhile wrote something newer.
+func (s *Store) swap(old, next *Entry) error {
+	cur, err := s.Load(next.URL, next.ConfigClientID)
+	if err != nil && !errors.Is(err, ErrNotSignedIn) {
+		return err
+	}
+	if !sameEntry(cur, old) {
+		return ErrEntryChanged
+	}
+	return s.write(next)
+}
+
+// sameEntry: a and b hold the same sign-in and the same tokens.
+func sameEntry(a, b *Entry) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.AccessToken == b.AccessToken && a.RefreshToken == b.RefreshToken && a.SignedIn.Equal(b.SignedIn)
+}
+
 // deleteIf forgets the entry only while it still holds the token that
-// was refused: a sign-in that stored a new one meanwhile wins.
+// was refused: a sign-in that stored a new one meanwhile wins. The caller
+// holds the entry's lock, so nothing is written between the look and the
+// removal.
 func (s *Store) deleteIf(url, clientID, refused string) error {
 	e, err := s.Load(url, clientID)
 	if err != nil {
@@ -169,7 +231,7 @@ func (s *Store) deleteIf(url, clientID, refused string) error {
 	if e.AccessToken != refused && e.RefreshToken != refused {
 		return nil
 	}
-	return s.Delete(url, clientID)
+	return s.remove(url, clientID)
 }
 
 // List returns every entry, sorted by URL then client.
