@@ -100,3 +100,34 @@ func (g *httpGen) signIn(err error) {
 	// connection on a goroutine of its own), so this cannot deadlock.
 	g.endItself(ErrSignInRequired.Error())
 }
+
+// bearer puts the handler's current token on req, a reopening of the
+// standalone event stream: the SDK set the token of the moment it first
+// sent the GET, and a refresh since has made that one stale (a stale
+// token is answered 401, which would read as the session lost).
+// Without a handler, or when it has no token, req is left as it is.
+func (g *httpGen) bearer(req *http.Request) {
+	if g.oauth == nil {
+		return
+	}
+	ts, err := g.oauth.TokenSource(req.Context())
+	if err != nil || ts == nil {
+		return
+	}
+	if tok, err := ts.Token(); err == nil && tok != nil && tok.AccessToken != "" {
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	}
+}
+
+// reauthorize handles a 401 (or 403) to a reopening as the SDK handles one
+// to its own requests: the handler's Authorize (a refresh, or a sign-in
+// error that ends the generation). true: send the reopening again, with
+// the handler's token. resp's body is consumed.
+func (g *httpGen) reauthorize(req *http.Request, resp *http.Response) bool {
+	if g.oauth == nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		return false
+	}
+	err := g.oauth.Authorize(req.Context(), req, resp)
+	resp.Body.Close() // a handler need not close it; closing twice is harmless
+	return err == nil
+}

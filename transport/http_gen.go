@@ -35,6 +35,9 @@ type httpGen struct {
 	// when the host's client is used); its idle connections are closed
 	// with the generation.
 	ownBase *http.Transport
+	// oauth is the handler the SDK signs requests with (nil: none); a
+	// reopened event stream asks it too (http_auth.go).
+	oauth auth.OAuthHandler
 
 	// endCtx is cancelled when the teardown starts (Terminate, or the
 	// generation ending itself): the probe stops.
@@ -103,6 +106,7 @@ func newHTTPGen(h *HTTP, gen uint64, u *url.URL, headers map[string]string) *htt
 	var oauth auth.OAuthHandler
 	if h.OAuth != nil {
 		oauth = genAuth{g: g, h: h.OAuth}
+		g.oauth = oauth
 	}
 	g.sdk = &mcp.StreamableClientTransport{
 		Endpoint:     rt.hideSecrets(u),

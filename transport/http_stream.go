@@ -159,12 +159,21 @@ const (
 	streamConflictMax  = 1600 * time.Millisecond
 )
 
-// send sends the stream's GET again, with the last event ID seen.
+// send sends the stream's GET again, with the last event ID seen and the
+// current bearer token; a 401 to it is authorized as the SDK would (a
+// refresh) and sent once more (http_auth.go).
 func (k *keptStream) send() (*http.Response, error) {
 	req := k.req.Clone(context.WithValue(k.req.Context(), reopenKey{}, true))
 	if id := k.sse.lastID; id != "" {
 		req.Header.Set("Last-Event-ID", id)
 	}
+	k.t.g.bearer(req)
+	resp, err := k.t.RoundTrip(req)
+	if err != nil || !k.t.g.reauthorize(req, resp) {
+		return resp, err
+	}
+	req = req.Clone(req.Context())
+	k.t.g.bearer(req)
 	return k.t.RoundTrip(req)
 }
 
