@@ -31,7 +31,8 @@ type HandlerOptions struct {
 	Target Target
 	Store  *Store
 	// HTTPClient sends the refreshes; nil means a client with a 30 s
-	// timeout.
+	// timeout. Either way a redirect to another origin, or from https to
+	// http, is not followed (ErrTokenRedirect).
 	HTTPClient *http.Client
 	// EarlyRefresh is how long before expiry a token is refreshed; zero or
 	// negative means DefaultEarlyRefresh.
@@ -66,11 +67,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.EarlyRefresh <= 0 {
 		o.EarlyRefresh = DefaultEarlyRefresh
 	}
-	c := o.HTTPClient
-	if c == nil {
-		c = &http.Client{Timeout: tokenTimeout}
-	}
-	return &Handler{o: o, client: c}
+	return &Handler{o: o, client: tokenClient(o.HTTPClient)}
 }
 
 // TokenSource implements auth.OAuthHandler.

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/transport"
 	"golang.org/x/oauth2"
 )
 
@@ -113,6 +115,10 @@ func invalidGrant(err error) bool {
 func (h *Handler) refreshError(err error) error {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = transport.RedactURL(ue.URL) // the token URL may hold a secret
+		}
 		return fmt.Errorf("oauth: refreshing the token of %s: %w", h.o.Target.name(), err)
 	}
 	what := re.ErrorCode
