@@ -1,11 +1,9 @@
 package oauth
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"net"
 	"net/http"
@@ -84,7 +82,7 @@ func Login(ctx context.Context, o LoginOptions) (TokenStatus, error) {
 		return TokenStatus{}, fmt.Errorf("oauth: login: the redirect's loopback port: %w", err)
 	}
 	redirect := "http://" + ln.Addr().String() + CallbackPath
-	codes := make(chan callback, 1)
+	codes := newCallbacks()
 	srv := &http.Server{Handler: callbackHandler(codes), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
 	go func() {
@@ -202,77 +200,9 @@ func union(a, b []string) []string {
 	return out
 }
 
-// callback is one redirect: from the loopback server or pasted.
-type callback struct {
-	code, state, iss string
-	err              error
-}
-
-func parseCallback(q url.Values) (callback, bool) {
-	if e := q.Get("error"); e != "" {
-		msg := "the authorization server refused: " + e
-		if d := q.Get("error_description"); d != "" {
-			msg += " (" + d + ")"
-		}
-		return callback{err: errors.New(msg)}, true
-	}
-	if q.Get("code") == "" {
-		return callback{}, false
-	}
-	return callback{code: q.Get("code"), state: q.Get("state"), iss: q.Get("iss")}, true
-}
-
-func callbackHandler(codes chan<- callback) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+CallbackPath, func(w http.ResponseWriter, r *http.Request) {
-		cb, ok := parseCallback(r.URL.Query())
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if !ok {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, "<p>mcpkeep: this address has no authorization code.</p>")
-			return
-		}
-		select {
-		case codes <- cb:
-		default: // one is enough
-		}
-		if cb.err != nil {
-			fmt.Fprintf(w, "<p>mcpkeep: %s</p>", html.EscapeString(cb.err.Error()))
-			return
-		}
-		fmt.Fprint(w, "<p>mcpkeep: signed in. You can close this tab.</p>")
-	})
-	return mux
-}
-
-// readPasted reads redirected URLs pasted by the person, one a line.
-func readPasted(in io.Reader, out io.Writer, codes chan<- callback) {
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		u, err := url.Parse(line)
-		var cb callback
-		ok := false
-		if err == nil {
-			cb, ok = parseCallback(u.Query())
-		}
-		if !ok {
-			fmt.Fprintln(out, "That is not the redirected address (it has no code=...): paste the whole address from the browser's bar.")
-			continue
-		}
-		select {
-		case codes <- cb:
-		default:
-		}
-		return
-	}
-}
-
 // fetchCode is the person's step of the SDK's flow.
-func fetchCode(ctx context.Context, t Target, authURL, redirect string, out io.Writer, open func(string) error, codes <-chan callback) (*auth.AuthorizationResult, error) {
+func fetchCode(ctx context.Context, t Target, authURL, redirect string, out io.Writer, open func(string) error, codes *callbacks) (*auth.AuthorizationResult, error) {
+	codes.expect(authURL)
 	fmt.Fprintf(out, "Sign in to %s: open this address in a browser:\n\n  %s\n\n", t.name(), authURL)
 	if open != nil {
 		if err := open(authURL); err != nil {
@@ -283,7 +213,7 @@ func fetchCode(ctx context.Context, t Target, authURL, redirect string, out io.W
 	}
 	fmt.Fprintf(out, "Waiting for the redirect to %s. If the browser runs on another machine, paste the address it was redirected to here:\n", redirect)
 	select {
-	case cb := <-codes:
+	case cb := <-codes.got:
 		if cb.err != nil {
 			return nil, cb.err
 		}
