@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -58,7 +59,14 @@ type Server struct {
 	Name string
 	// Path is the JSON path of the server's block ("mcpServers.files"),
 	// for messages; it is not part of the effective configuration.
-	Path      string
+	Path string
+	// File is the config file the server was loaded from ("" when parsed
+	// from elsewhere, as `mcpkeep run` does); ByURL says the server was
+	// given by its URL alone (`mcpkeep run --url`). Both only shape the
+	// sign-in command shown (oauth.Target.LoginCommand); neither is part
+	// of the effective configuration.
+	File      string
+	ByURL     bool
 	Transport string // TransportStdio or TransportHTTP
 
 	// stdio
@@ -223,6 +231,14 @@ func Load(path string) (*Config, []Warning, error) {
 			errs = append(errs, e)
 		}
 		return nil, warns, errors.Join(errs...)
+	}
+	// Absolute: the command naming the file may be typed elsewhere.
+	file := path
+	if abs, err := filepath.Abs(path); err == nil {
+		file = abs
+	}
+	for i := range cfg.Servers {
+		cfg.Servers[i].File = file
 	}
 	return cfg, warns, nil
 }

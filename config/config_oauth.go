@@ -99,7 +99,7 @@ func (s Server) Target() (t oauth.Target, ok bool) {
 	if s.OAuth == nil {
 		return oauth.Target{}, false
 	}
-	return oauth.Target{Server: s.Name, URL: s.URL, Client: oauth.Client{
+	return oauth.Target{Server: s.Name, URL: s.URL, ConfigFile: s.File, ByURL: s.ByURL, Client: oauth.Client{
 		ID: s.OAuth.ClientID, SecretEnv: s.OAuth.ClientSecretEnv,
 		Scopes: append([]string(nil), s.OAuth.Scopes...), CallbackPort: s.OAuth.CallbackPort,
 		MetadataURL: s.OAuth.ClientMetadataURL,

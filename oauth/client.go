@@ -3,6 +3,9 @@ package oauth
 import (
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 // Client is a server's "oauth" block (docs/design.md §22): how mcpkeep
@@ -35,23 +38,47 @@ type Target struct {
 	Server string
 	URL    string
 	Client Client
+	// ConfigFile is the config file naming Server, when there is one: the
+	// login command then names it (`auth login NAME` needs --config).
+	ConfigFile string
+	// ByURL: the server was given by its URL alone (`mcpkeep run --url`,
+	// where Server is a name made from it): it signs in with
+	// `auth login --url URL`, which stores the token where it looks.
+	ByURL bool
 }
 
 // LoginCommand is the command that signs in to t: "mcpkeep auth login
-// NAME", or, for a server without a name (`mcpkeep run --url`),
-// "mcpkeep auth login --url URL".
+// NAME --config FILE", or, for a server given by URL (`mcpkeep run
+// --url`, or no name), "mcpkeep auth login --url URL". The URL is shown
+// redacted (transport.RedactURL): a secret in it stays out of every
+// message, and the person puts their own URL back.
 func (t Target) LoginCommand() string {
-	if t.Server == "" {
-		return "mcpkeep auth login --url " + t.URL
+	switch {
+	case t.Server == "" || t.ByURL:
+		return "mcpkeep auth login --url " + shellWord(transport.RedactURL(t.URL))
+	case t.ConfigFile != "":
+		return "mcpkeep auth login " + shellWord(t.Server) + " --config " + shellWord(t.ConfigFile)
 	}
-	return "mcpkeep auth login " + t.Server
+	return "mcpkeep auth login " + shellWord(t.Server)
 }
 
+// name is how messages name t: its name, else its URL redacted.
 func (t Target) name() string {
 	if t.Server == "" {
-		return t.URL
+		return transport.RedactURL(t.URL)
 	}
 	return t.Server
+}
+
+// shellWord quotes s for a POSIX shell when it needs it, so a printed
+// command can be pasted as it is.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // secret returns the configured client's secret from its variable.

@@ -10,9 +10,11 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -165,7 +167,7 @@ func Login(ctx context.Context, o LoginOptions) (TokenStatus, error) {
 	}
 	if gotTok == nil {
 		if connErr != nil {
-			return TokenStatus{}, fmt.Errorf("oauth: login to %s: %w", t.name(), connErr)
+			return TokenStatus{}, fmt.Errorf("oauth: login to %s: %w", t.name(), hideURL(connErr, t.URL))
 		}
 		return TokenStatus{}, fmt.Errorf("oauth: login to %s: %w; nothing stored", t.name(), ErrNoSignInAsked)
 	}
@@ -183,7 +185,7 @@ func Login(ctx context.Context, o LoginOptions) (TokenStatus, error) {
 	}
 	st := statusOf(t, e)
 	if connErr != nil {
-		return st, fmt.Errorf("oauth: signed in to %s, but the connection then failed: %w", t.name(), connErr)
+		return st, fmt.Errorf("oauth: signed in to %s, but the connection then failed: %w", t.name(), hideURL(connErr, t.URL))
 	}
 	fmt.Fprintf(out, "Signed in to %s.%s\n", t.name(), st.expiresPhrase(now()))
 	return st, nil
@@ -238,7 +240,28 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("oauth: %q is not an http(s) URL", raw)
+		return nil, fmt.Errorf("oauth: %q is not an http(s) URL", transport.RedactURL(raw))
 	}
 	return u, nil
 }
+
+// hideURL is err with raw, the server's URL as configured, shown redacted
+// (transport.RedactURL): the SDK and net/http quote the endpoint in their
+// errors, query and all. errors.Is and As still see err.
+func hideURL(err error, raw string) error {
+	if err == nil || raw == "" {
+		return err
+	}
+	if shown := transport.RedactURL(raw); shown != raw {
+		return &hiddenURLError{err: err, raw: raw, shown: shown}
+	}
+	return err
+}
+
+type hiddenURLError struct {
+	err        error
+	raw, shown string
+}
+
+func (e *hiddenURLError) Error() string { return strings.ReplaceAll(e.err.Error(), e.raw, e.shown) }
+func (e *hiddenURLError) Unwrap() error { return e.err }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 // TokenStatus is what `mcpkeep auth status` shows of one server: never a
@@ -81,7 +83,7 @@ func WriteStatus(w io.Writer, sts []TokenStatus, now time.Time) error {
 		if st.SignedIn && st.Refreshable && st.Expiry.After(now) {
 			what += "; refreshable"
 		}
-		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", name, st.URL, what); err != nil {
+		if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", name, transport.RedactURL(st.URL), what); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/oauth"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/spf13/cobra"
 )
 
@@ -117,7 +118,7 @@ func newAuthLoginCmd() *cobra.Command {
 			status, err := oauth.Login(ctx, oauth.LoginOptions{Target: t, Store: st, Out: cmd.OutOrStdout(),
 				In: cmd.InOrStdin(), OpenBrowser: openBrowser})
 			if errors.Is(err, oauth.ErrNoSignInAsked) {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s did not ask to sign in: nothing to do\n", t.URL)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s did not ask to sign in: nothing to do\n", transport.RedactURL(t.URL))
 				return nil
 			}
 			if err != nil {
@@ -181,12 +182,12 @@ func newAuthLogoutCmd() *cobra.Command {
 			}
 			switch {
 			case errors.Is(err, oauth.ErrNotSignedIn):
-				fmt.Fprintf(cmd.OutOrStdout(), "%s was not signed in\n", t.URL)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s was not signed in\n", transport.RedactURL(t.URL))
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "mcpkeep auth logout: %v\n", err)
 				return exitError{1}
 			default:
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: signed out\n", t.URL)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: signed out\n", transport.RedactURL(t.URL))
 			}
 			return nil
 		},

@@ -105,6 +105,9 @@ func (r runSpec) config() (*config.Config, error) {
 	if err != nil {
 		return nil, renameKeys(err)
 	}
+	// Signing in to it names the URL, not r.name: there is no config file
+	// for `auth login NAME` to read (docs/design.md §22).
+	cfg.Servers[0].ByURL = r.url != ""
 	return cfg, nil
 }
 
