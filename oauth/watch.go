@@ -21,6 +21,11 @@ type WatchOptions struct {
 	Interval time.Duration
 	// Clock drives the interval; nil means the real clock.
 	Clock clock.Clock
+	// Active, when set, is asked at every interval: while it says false
+	// the store is not read (no server signs in now). A sign-in stored
+	// meanwhile is reported at the first look after it says true, so a
+	// server that a reload adds is told of it (docs/design.md §22).
+	Active func() bool
 }
 
 // Watch calls signedIn with the server URL and configured client id of
@@ -45,7 +50,9 @@ func Watch(ctx context.Context, o WatchOptions, signedIn func(url, clientID stri
 		case <-ctx.Done():
 			return
 		case <-tk.C:
-			w.scan(signedIn)
+			if o.Active == nil || o.Active() {
+				w.scan(signedIn)
+			}
 		}
 	}
 }

@@ -63,3 +63,50 @@ func TestWatchReportsSignIns(t *testing.T) {
 		<-done
 	})
 }
+
+// TestWatchActive: while Active says false the store is not looked at; a
+// sign-in stored meanwhile is reported once it says true (a server added
+// by a reload is told of it).
+func TestWatchActive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &Store{Dir: t.TempDir()}
+		var mu sync.Mutex
+		var got []string
+		active := false
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Watch(ctx, WatchOptions{Dir: s.Dir, Active: func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return active
+			}}, func(url, _ string) {
+				mu.Lock()
+				got = append(got, url)
+				mu.Unlock()
+			})
+		}()
+		synctest.Wait()
+		if err := s.Save(&Entry{URL: "http://h/mcp", AccessToken: "a", SignedIn: time.Unix(10, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * DefaultWatchInterval)
+		synctest.Wait()
+		mu.Lock()
+		if len(got) != 0 {
+			t.Errorf("reported while inactive: %v", got)
+		}
+		active = true
+		mu.Unlock()
+		time.Sleep(DefaultWatchInterval)
+		synctest.Wait()
+		mu.Lock()
+		if len(got) != 1 || got[0] != "http://h/mcp" {
+			t.Errorf("after Active: %v, want the sign-in", got)
+		}
+		mu.Unlock()
+		cancel()
+		<-done
+	})
+}

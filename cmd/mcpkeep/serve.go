@@ -135,9 +135,11 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	go func() {
 		defer close(watching)
 		// A sign-in written by `mcpkeep auth login` reconnects its server
-		// (docs/design.md §22).
-		if st, err := oauth.DefaultStore(); err == nil && srv.NeedsSignIn() {
-			oauth.Watch(ctx, oauth.WatchOptions{Dir: st.Dir}, srv.SignedIn)
+		// (docs/design.md §22). Watched whatever the config says now: a
+		// reload may add a server that signs in; until then the store is
+		// not read.
+		if st, err := oauth.DefaultStore(); err == nil {
+			oauth.Watch(ctx, oauth.WatchOptions{Dir: st.Dir, Active: srv.NeedsSignIn}, srv.SignedIn)
 		}
 	}()
 	go func() {
