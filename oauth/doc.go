@@ -11,7 +11,9 @@
 //     or the redirected URL pasted at the prompt where no browser can reach
 //     the machine;
 //   - the token store (Store): one file per server URL and client, in the
-//     user's config directory, 0600, written atomically;
+//     user's config directory, 0600, written atomically, safe to share
+//     between processes: every write and refresh holds the entry's file
+//     lock, and writes are compare-and-swap (docs/design.md §22);
 //   - the handler a supervised transport uses (Handler): it sends the
 //     stored token, refreshes it before it expires and when the server
 //     rejects it, saves what the refresh returns, and never starts a

@@ -45,9 +45,11 @@ type HandlerOptions struct {
 // Handler is the auth.OAuthHandler of a supervised server
 // (transport.HTTP.OAuth). It sends the stored token, refreshes it before
 // it expires and when the server rejects it, and writes what the refresh
-// returns back to the store. It never starts a sign-in: when only a person
-// can help it returns a *transport.SignInRequiredError naming the command
-// to run, and forgets a token the authorization server refused. It reads
+// returns back to the store, under the entry's file lock (refresh.go), so
+// processes sharing the store never spend one refresh token twice. It
+// never starts a sign-in: when only a person can help it returns a
+// *transport.SignInRequiredError naming the command to run, and forgets a
+// refresh token the authorization server refused (invalid_grant). It reads
 // the store again whenever the store's file changed, so a token stored by
 // `mcpkeep auth login` is used by the next request (a generation that
 // already ended for it needs a Reconnect, see Watch).
