@@ -94,6 +94,9 @@ func (h *Handler) token() (*oauth2.Token, error) {
 		if err := h.refresh(h.entry.AccessToken, false); err != nil {
 			return nil, err
 		}
+		if h.entry == nil { // a logout removed it as the refresh ended
+			return nil, h.signIn("not signed in")
+		}
 	}
 	return h.entry.token(), nil
 }
