@@ -258,7 +258,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *ready
 	// the request; a server still starting is waited for, bounded by its
 	// connect timeout (and an idle stop's barrier), whatever opts say
 	// (docs/design.md §20).
-	demand := snap.State == fsm.Idle || snap.IdleStopping
+	demand := snap.State == fsm.Idle || snap.IdleStopping && snap.State == fsm.Lost
 	if demand {
 		s.send(message{kind: mDemand})
 	}
