@@ -79,3 +79,34 @@ func TestSettleAnAnswerThatArrivedIsTheAnswer(t *testing.T) {
 		t.Fatalf("settle(cancelled by the generation's end) = %v, want ErrConnectionLost", err)
 	}
 }
+
+// A request's wake-up to a server that is already starting is not a
+// stale event (docs/design.md §20): requests that arrive together each
+// send one, and none is counted in Stats.Dropped, which counts what the
+// guards and the table refuse (I7). Before, every wake-up after the first
+// was counted.
+func TestDemandWakeUpsAreNotDrops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, lazyCached)
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		var calls []<-chan callResult
+		for range 4 {
+			calls = append(calls, goCall(h, "echo", nil))
+		}
+		h.settle()
+		for _, c := range calls {
+			if r := resultOf(t, c); r.err != nil {
+				t.Fatal(r.err)
+			}
+		}
+		if st := h.sup.Stats(); st.Dropped != 0 {
+			t.Fatalf("Stats.Dropped = %d after four requests woke an idle server, want 0 (%v)", st.Dropped, st.Rejected)
+		}
+		wantCauses(t, h, StartDemand)
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
