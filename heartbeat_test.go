@@ -189,7 +189,7 @@ func TestHeartbeatRestsWhileTheServerRuns(t *testing.T) {
 		if got := b.list(); len(got) != before {
 			t.Fatalf("a heartbeat at the loss (%q): the ticker ran while the server had the call", got[len(got)-1].Message)
 		}
-		h.advance(time.Second) // gen 3: the replay
+		h.advance(time.Second)          // gen 3: the replay
 		if res := <-c; res.err != nil { // (its progress linger runs on the bubble's time)
 			t.Fatalf("the replay: %v", res.err)
 		}
