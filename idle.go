@@ -149,17 +149,15 @@ func (lc *lifecycle) onIdle(t fsm.Transition, g *generation, demand bool) {
 // survives a path out of lost (released into idle or an outage, stuck,
 // dispose) nor a demand's connecting: idleStopping and demandPending
 // mean something only in lost, demanded only in connecting. fire calls
-// it after every transition; it reports whether a demand was pending.
-func (lc *lifecycle) leaveIdleStop(to fsm.State) (demandPending bool) {
+// it after every transition (released reads demandPending before).
+func (lc *lifecycle) leaveIdleStop(to fsm.State) {
 	if to == fsm.Lost {
-		return false
+		return
 	}
-	demandPending = lc.demandPending
 	lc.idleStopping, lc.demandPending = false, false
 	if to != fsm.Connecting {
 		lc.demanded = false
 	}
-	return demandPending
 }
 
 // onDemand: idle → connecting for a request. During an idle stop's
