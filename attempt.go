@@ -153,4 +153,7 @@ type testHooks struct {
 	// the generation ends: a request that starts there races the stop
 	// (R49).
 	idleStop func()
+	// idleClosed runs on the loop after an idle stop closed the
+	// generation to new requests, before its guard reads them (R53).
+	idleClosed func()
 }

@@ -112,6 +112,9 @@ func (lc *lifecycle) onIdleTimeout(m message) {
 	closed := g != nil && g == lc.cur && lc.m.State() == fsm.Established && !g.ending
 	if closed {
 		g.closeCalls()
+		if h := lc.s.testHooks; h != nil && h.idleClosed != nil {
+			h.idleClosed()
+		}
 	}
 	t, ok := lc.fire(fsm.IdleTimeout, m)
 	if !ok {

@@ -85,6 +85,49 @@ var idleStopRows = []raceRow{
 			wantLogs:  []string{},
 		}
 	}(),
+	func() raceRow {
+		var slow *slowTool
+		return raceRow{
+			race: "R53", name: "a call that starts as the idle stop closes the generation backs the stop out, and the same server serves it",
+			opts:  func(o *Options) { slow = newSlowTool(); o.IdleStop = minute },
+			serve: func(gen uint64, s *mcp.Server) { slow.serve(gen, s) },
+			run: func(t *testing.T, h *harness, _ error) {
+				done := make(chan callResult, 1)
+				fired := false
+				h.sup.testHooks = &testHooks{idleClosed: func() {
+					if fired {
+						return
+					}
+					fired = true
+					// Counted (useBegin) after the close, before the
+					// guard reads what is in flight: it waits at the gate.
+					go func() {
+						res, err := h.sup.Call(context.Background(), "slow", nil, nil)
+						done <- callResult{res, err}
+					}()
+					select {
+					case gen := <-slow.reached:
+						t.Errorf("the call reached gen %d through a closed generation", gen)
+					case <-time.After(time.Second): // held at the gate (the bubble's time)
+					}
+				}}
+				h.advance(minute)
+				if gen := <-slow.reached; gen != 1 {
+					t.Fatalf("the call reached gen %d, want 1 (the stop backed out)", gen)
+				}
+				h.wantState(fsm.Established)
+				if n := h.sup.Stats().Rejected[fsm.Quiet.Key]; n != 1 {
+					t.Fatalf("quiet refused %d times, want 1", n)
+				}
+				close(slow.release)
+				if r := <-done; r.err != nil || r.res.IsError {
+					t.Fatalf("call: %v %+v", r.err, r.res)
+				}
+			},
+			wantSteps: []string{cEst, eStab, eDisp, dDone},
+			wantLogs:  []string{},
+		}
+	}(),
 	{
 		race: "R50", name: "a generation that served until a clean idle stop resets the budget: outages apart do not add up",
 		opts: idleAfter(2 * time.Second), // under the stability window (4 s)
