@@ -321,6 +321,10 @@ func (g *generation) settle(ctx context.Context, server string, err error) (sent
 	if err == nil {
 		return true, nil
 	}
+	if errors.Is(err, transport.ErrMalformedAnswer) {
+		// The server answered, badly: its fault, sent, never lost (§19).
+		return true, fmt.Errorf("mcpkeep: server %q gen %d: %w", server, g.n, err)
+	}
 	if errors.Is(err, ErrConnectionLost) {
 		return true, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -247,6 +248,12 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 // the human reading over its shoulder; errors of the server itself
 // (JSON-RPC errors) pass through unchanged.
 func (u *upstream) result(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err == nil && res == nil {
+		// Never a nil result to the SDK's server: for a 2026-07-28 host it
+		// panics on one (docs/design.md §19). The connection judges
+		// answers first (transport.CheckAnswer); this is the last guard.
+		err = errNoResult
+	}
 	if err == nil {
 		return res, nil
 	}
@@ -256,6 +263,9 @@ func (u *upstream) result(res *mcp.CallToolResult, err error) (*mcp.CallToolResu
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(u.pool(), err)}}}, nil
 }
+
+// errNoResult: a call's outcome had neither a result nor an error.
+var errNoResult = fmt.Errorf("mcpkeep: the call ended without a result: %w", transport.ErrMalformedAnswer)
 
 // describe explains a failed request: which server, in which state, and
 // when the next retry is due.
