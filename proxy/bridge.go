@@ -83,9 +83,11 @@ func (o outcome) typed() (*mcp.CallToolResult, error) {
 	if o.err != nil || o.res != nil || o.raw == nil {
 		return o.res, o.err
 	}
+	// The SDK's client's own decode (UnmarshalJSON runs its decoder).
 	var res mcp.CallToolResult
-	if err := json.Unmarshal(o.raw, &res); err != nil {
-		return nil, fmt.Errorf("mcpkeep: the server's result: %w", err)
+	if err := res.UnmarshalJSON(o.raw); err != nil {
+		// Worded as the SDK's client words it on the typed path.
+		return nil, fmt.Errorf("calling %q: %w", "tools/call", err)
 	}
 	return &res, nil
 }
