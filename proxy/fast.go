@@ -413,7 +413,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 		return
 	}
 	bs := &u.host.bridges
-	b := bs.open(fr.server)
+	b := bs.open(fr.server, fr.public, fr.ss)
 	b.setRound(ctx, fr.ss, relay, "")
 	opts := &mcpkeep.CallOptions{}
 	if relay != nil {

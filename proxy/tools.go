@@ -206,13 +206,14 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		var b *bridge
 		relay, level := u.host.progressRelay(ctx, req), requestLevel(req)
 		if st := req.Params.RequestState; st != "" {
-			if b = bs.get(st); b == nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpkeep: unknown or expired requestState " + st}
+			var werr *jsonrpc.Error
+			if b, werr = bs.resume(st, public, req.Session); werr != nil {
+				return nil, werr
 			}
 			b.setRound(ctx, req.Session, relay, level)
 			b.answer(req.Params.InputResponses)
 		} else {
-			b = bs.open(server)
+			b = bs.open(server, public, req.Session)
 			// The round is set before the server's call starts: its first
 			// progress may come at once.
 			b.setRound(ctx, req.Session, relay, level)
