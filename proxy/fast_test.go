@@ -128,8 +128,8 @@ func outcomeOf(t *testing.T, res *mcp.CallToolResult, err error) string {
 }
 
 // typedContent are the content tools whose results the fast path hands
-// to the SDK's server: content of kinds other than text.
-var typedContent = map[string]bool{"image": true, "audio": true, "link": true, "embedded": true}
+// to the SDK's server: content of kinds other than text, image, audio.
+var typedContent = map[string]bool{"link": true, "embedded": true}
 
 // TestFastPathMatchesTypedPath: each tool's answer through the fast path
 // is the typed path's (a proxy with TypedRelay beside it), the progress
@@ -158,9 +158,9 @@ func TestFastPathMatchesTypedPath(t *testing.T) {
 					t.Fatalf("%s: not served by the fast path", tool)
 				}
 				// A 2026-07-28 server's input request reaches a 2026-07-28
-				// host through the SDK's server (handed back), and so does
-				// content other than text (fastcheck.go: not known to be
-				// plain); every other answer goes out as the server sent it.
+				// host through the SDK's server (handed back), and so do
+				// links and embedded resources (fastcheck.go: not known to
+				// be plain); every other answer goes out as the server sent it.
 				wantHanded := handed
 				if tool == "sample" && era >= "2026-07-28" || typedContent[tool] {
 					wantHanded++

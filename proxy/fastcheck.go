@@ -17,7 +17,7 @@ import (
 // result the SDK's decode certainly takes and its encoding certainly
 // gives the host back as the same values. plainResult recognizes such a
 // result without decoding it into the SDK's types (which costs about as
-// much as the whole relay): text content only, the fields of a
+// much as the whole relay): text, image and audio content, the fields of a
 // CallToolResult with the types the SDK gives them, numbers a float64
 // holds, valid UTF-8. Anything else is not wrong, only not known to be
 // right: it goes the typed way (handOff), which gives the typed path's
@@ -35,12 +35,14 @@ type plainTop struct {
 	Meta              json.RawMessage `json:"_meta"`
 }
 
-// plainBlock is a text content block; any other key (annotations, a
-// field of another kind) makes it not plain.
+// plainBlock is a text, image or audio content block; any other key
+// (annotations, a field of another kind) makes it not plain.
 type plainBlock struct {
-	Type json.RawMessage `json:"type"`
-	Text json.RawMessage `json:"text"`
-	Meta json.RawMessage `json:"_meta"`
+	Type     json.RawMessage `json:"type"`
+	Text     json.RawMessage `json:"text"`
+	Data     json.RawMessage `json:"data"`
+	MIMEType json.RawMessage `json:"mimeType"`
+	Meta     json.RawMessage `json:"_meta"`
 }
 
 // plainFlags are the SDK's decoding rules (keys match case-sensitively),
@@ -77,8 +79,9 @@ func plainResult(raw json.RawMessage, modern bool) bool {
 	return true
 }
 
-// plainContent: an array of text blocks, each with its text as a
-// string and no more than a _meta object beside.
+// plainContent: an array of blocks, each text (its text a string) or
+// image or audio (its data base64 as the SDK decodes it, its MIME type a
+// string), with no more than a _meta object beside.
 func plainContent(raw json.RawMessage) bool {
 	if first(raw) != '[' {
 		return false
@@ -88,7 +91,46 @@ func plainContent(raw json.RawMessage) bool {
 		return false
 	}
 	for _, b := range blocks {
-		if string(b.Type) != `"text"` || first(b.Text) != '"' || (len(b.Meta) > 0 && first(b.Meta) != '{') {
+		if len(b.Meta) > 0 && first(b.Meta) != '{' {
+			return false
+		}
+		switch string(b.Type) {
+		case `"text"`:
+			if first(b.Text) != '"' || len(b.Data) > 0 || len(b.MIMEType) > 0 {
+				return false
+			}
+		case `"image"`, `"audio"`:
+			if len(b.Text) > 0 || first(b.MIMEType) != '"' || !plainBase64(b.Data) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// plainBase64 reports whether raw is a JSON string, without escapes, of
+// padded standard base64, not empty: what the SDK's decode into []byte
+// certainly takes (it decodes with base64.StdEncoding).
+func plainBase64(raw json.RawMessage) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	b := raw[1 : len(raw)-1]
+	if len(b) == 0 || len(b)%4 != 0 {
+		return false
+	}
+	pad := 0
+	for i, c := range b {
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/':
+			if pad > 0 {
+				return false
+			}
+		case c == '=' && i >= len(b)-2:
+			pad++
+		default:
 			return false
 		}
 	}

@@ -174,6 +174,14 @@ func diffSeeds() []string {
 		`,"result":{"content":[{"type":"nope"}]}}`,
 		`,"result":{"content":[{"type":"image","data":"!!","mimeType":"image/png"}]}}`,
 		`,"result":{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}}`,
+		`,"result":{"content":[{"type":"audio","data":"aGl=","mimeType":"audio/wav","_meta":{"k":1}}]}}`, // non-zero padding bits
+		`,"result":{"content":[{"type":"image","data":"aG
+k=","mimeType":"image/png"}]}}`,
+		`,"result":{"content":[{"type":"image","data":"aGk","mimeType":"image/png"}]}}`,
+		`,"result":{"content":[{"type":"image","data":"","mimeType":"image/png"}]}}`,
+		`,"result":{"content":[{"type":"image","data":[1,2,3],"mimeType":"image/png"}]}}`,
+		`,"result":{"content":[{"type":"image","data":"aGk=","mimeType":5}]}}`,
+		`,"result":{"content":[{"type":"image","data":"aGk=","text":"x","mimeType":"image/png"}]}}`,
 		`,"result":{"content":[],"isError":"yes"}}`,
 		`,"result":{"content":[{"type":"text","text":"t"}],"isError":true}}`,
 		`,"result":{"content":[],"structuredContent":{"n":1e400}}}`,
