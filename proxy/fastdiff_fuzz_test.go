@@ -175,8 +175,7 @@ func diffSeeds() []string {
 		`,"result":{"content":[{"type":"image","data":"!!","mimeType":"image/png"}]}}`,
 		`,"result":{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}}`,
 		`,"result":{"content":[{"type":"audio","data":"aGl=","mimeType":"audio/wav","_meta":{"k":1}}]}}`, // non-zero padding bits
-		`,"result":{"content":[{"type":"image","data":"aG
-k=","mimeType":"image/png"}]}}`,
+		`,"result":{"content":[{"type":"image","data":"aG\r\nk=","mimeType":"image/png"}]}}`,             // escapes: the SDK skips CR LF
 		`,"result":{"content":[{"type":"image","data":"aGk","mimeType":"image/png"}]}}`,
 		`,"result":{"content":[{"type":"image","data":"","mimeType":"image/png"}]}}`,
 		`,"result":{"content":[{"type":"image","data":[1,2,3],"mimeType":"image/png"}]}}`,
