@@ -22,7 +22,8 @@ test:
 # test as plain tests; a crash found here is written to testdata/fuzz/.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./config:FuzzParse ./trace:FuzzRead ./tools:FuzzBuild ./tools:FuzzBuildCatalog \
-	./tools:FuzzPublicNames ./transport:FuzzRedactURL ./transport:FuzzDecodeEnvelope
+	./tools:FuzzPublicNames ./transport:FuzzRedactURL ./transport:FuzzDecodeEnvelope \
+	./proxy:FuzzFastPathAgreesWithTypedPath
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

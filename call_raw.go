@@ -156,6 +156,9 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 // ("calling ...: "), and keeps one with the SDK's closing codes from
 // reading as a connection that closed (see peerConn).
 func serverAnswer(err error) error {
+	if errors.Is(err, transport.ErrMalformedAnswer) {
+		return fmt.Errorf("calling %q: %w", "tools/call", err) // as the SDK's client words it
+	}
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je == nil {
 		return err

@@ -17,7 +17,8 @@ import (
 // mayReplay reports whether the call of tool that ended with err over g is
 // to be sent once more.
 func (s *Supervisor) mayReplay(ctx context.Context, g *generation, tool string, err error) bool {
-	if s.opts.NoReplay || err == nil || ctx.Err() != nil || !errors.Is(err, ErrConnectionLost) {
+	// A call whose first round was answered asked the host: never again.
+	if s.opts.NoReplay || err == nil || ctx.Err() != nil || !errors.Is(err, ErrConnectionLost) || errors.Is(err, errAfterInput) {
 		return false
 	}
 	v := g.view.Load()

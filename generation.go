@@ -368,6 +368,18 @@ func (g *generation) settle(ctx context.Context, server string, err error) (sent
 	if err == nil {
 		return true, nil
 	}
+	if !g.peerErrs && g.ctx.Err() == nil && errors.Unwrap(err) == io.EOF {
+		// A connection the attempt could not wrap (Streamable HTTP): the
+		// SDK decodes an answer without a result to a bare io.EOF
+		// ("calling %q: EOF"), and its connection reads io.EOF only once
+		// closed, which comes after the generation ended. So this is the
+		// server's answer, not the connection's end (transport/answer.go).
+		err = fmt.Errorf("%w: %w", err, &transport.MalformedAnswerError{Reason: "it has no result (the SDK decoded an empty one)"})
+	}
+	if errors.Is(err, transport.ErrMalformedAnswer) {
+		// The server answered, badly: its fault, sent, never lost (§19).
+		return true, fmt.Errorf("mcpkeep: server %q gen %d: %w", server, g.n, err)
+	}
 	if errors.Is(err, ErrConnectionLost) {
 		return true, err
 	}

@@ -62,17 +62,32 @@ type rounds struct {
 }
 
 // answered takes the outcome of the next round. A round after the first
-// that could not be sent follows one the server answered and may have
-// acted on (the person was asked): the call is not one that was never
-// sent, so it must not be replayed.
+// follows one the server answered and may have acted on (the person was
+// asked): whatever ends it, the call is a sent failure, never replayed
+// (docs/design.md §19), even of a tool that declares it safe to repeat.
+// A round that could not be sent reads as the loss it is.
 func (r *rounds) answered(err error) error {
 	r.n++
-	if err != nil && r.n > 1 && errors.Is(err, mcp.ErrConnectionClosed) {
-		return fmt.Errorf("mcpkeep: server %q: %s: round %d could not be sent after round 1 was answered: %w: %w",
+	if err == nil || r.n == 1 {
+		return err
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		err = fmt.Errorf("mcpkeep: server %q: %s: round %d could not be sent after round 1 was answered: %w: %w",
 			r.server, r.method, r.n, ErrConnectionLost, err)
 	}
-	return err
+	return &afterInput{err}
 }
+
+// errAfterInput matches the failure of a call after its first round was
+// answered (afterInput): mayReplay never repeats one.
+var errAfterInput = errors.New("the host was asked for input in an earlier round")
+
+// afterInput is a failure in a round after the first: err itself to
+// every errors.Is and As, and errAfterInput.
+type afterInput struct{ err error }
+
+func (a *afterInput) Error() string   { return a.err.Error() }
+func (a *afterInput) Unwrap() []error { return []error{a.err, errAfterInput} }
 
 // more says whether another round may answer reqs: a server that sheds
 // load (asks for no input) is asked again a few times, and no request

@@ -72,6 +72,11 @@ type peerConn struct{ mcp.Connection }
 
 func (c peerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
+		// An answer without a result is the request's error, not the
+		// io.EOF the SDK would decode it to (transport.CheckAnswer).
+		r.Error = transport.CheckAnswer(r)
+	}
 	if r, ok := m.(*jsonrpc.Response); ok && r.Error != nil {
 		var je *jsonrpc.Error
 		if errors.As(r.Error, &je) && je != nil && (je.Code == codeClientClosing || je.Code == codeServerClosing) {

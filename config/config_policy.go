@@ -52,7 +52,7 @@ func (p *parser) filter(m member) (filterFields, error) {
 	return f, nil
 }
 
-// patterns reads a list of globs, refusing one path.Match cannot use.
+// patterns reads a list of globs, refusing a malformed one (tools.CheckPattern).
 func (p *parser) patterns(m member) ([]string, error) {
 	v, err := decodeStrings(m)
 	if err != nil {
@@ -91,7 +91,7 @@ func (h *hostFilter) add(m member, allow bool) error {
 	return nil
 }
 
-// literal escapes s so path.Match matches it exactly: the host keys name
+// literal escapes s so tools.MatchName matches it exactly: the host keys name
 // tools, they hold no globs.
 func literal(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`).Replace(s)

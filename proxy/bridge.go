@@ -3,6 +3,8 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,6 +35,10 @@ type bridges struct {
 	// (zero: bridgeComeBack, bridgeComeBackElicit).
 	comeBack, comeBackElicit time.Duration
 
+	// seal seals the bridges' requestState (state.go); nil: one with a
+	// random key, made at first use.
+	seal *stateSealer
+
 	mu       sync.Mutex
 	seq      uint64
 	byID     map[string]*bridge
@@ -39,13 +46,14 @@ type bridges struct {
 }
 
 type bridge struct {
-	id, server string
-	seq        uint64 // order of opening
-	ctx        context.Context
-	cancel     context.CancelFunc
-	asks       chan *ask
-	done       chan outcome
-	closed     chan struct{}
+	id, server, tool string
+	opener           *mcp.ServerSession // the host's session that opened it: only it continues
+	seq              uint64             // order of opening
+	ctx              context.Context
+	cancel           context.CancelFunc
+	asks             chan *ask
+	done             chan outcome
+	closed           chan struct{}
 
 	mu       sync.Mutex
 	pending  map[string]*ask // input request id → the server's request waiting for it
@@ -57,6 +65,11 @@ type bridge struct {
 	level    mcp.LoggingLevel // the round's own level ("" when it has none)
 	idle     *time.Timer
 	inputs   uint64 // input request ids handed out
+	// rounds counts the input-required answers given; answered is the
+	// last round whose continuation was taken; digest is the round-1
+	// answer's (state.go).
+	rounds, answered uint64
+	digest           string
 }
 
 // ask is one request of a server for the host.
@@ -83,17 +96,20 @@ func (o outcome) typed() (*mcp.CallToolResult, error) {
 	if o.err != nil || o.res != nil || o.raw == nil {
 		return o.res, o.err
 	}
+	// The SDK's client's own decode (UnmarshalJSON runs its decoder).
 	var res mcp.CallToolResult
-	if err := json.Unmarshal(o.raw, &res); err != nil {
-		return nil, fmt.Errorf("mcpkeep: the server's result: %w", err)
+	if err := res.UnmarshalJSON(o.raw); err != nil {
+		// Worded as the SDK's client words it on the typed path.
+		return nil, fmt.Errorf("calling %q: %w", "tools/call", err)
 	}
 	return &res, nil
 }
 
 var errBridgeClosed = errors.New("mcpkeep: the host's request that carried this one ended")
 
-// open starts a bridge for a host call to server.
-func (bs *bridges) open(server string) *bridge {
+// open starts a bridge for a host call to tool (its public name) of
+// server, made by the host of session ss.
+func (bs *bridges) open(server, tool string, ss *mcp.ServerSession) *bridge {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if bs.byID == nil {
@@ -101,7 +117,9 @@ func (bs *bridges) open(server string) *bridge {
 	}
 	bs.seq++
 	ctx, cancel := context.WithCancel(cmp.Or(bs.base, context.Background()))
-	b := &bridge{id: "mcpkeep-bridge-" + strconv.FormatUint(bs.seq, 10), seq: bs.seq, server: server, ctx: ctx, cancel: cancel,
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	b := &bridge{id: hex.EncodeToString(id[:]), seq: bs.seq, server: server, tool: tool, opener: ss, ctx: ctx, cancel: cancel,
 		asks: make(chan *ask, 8), done: make(chan outcome, 1), closed: make(chan struct{}), pending: map[string]*ask{}}
 	// Armed only while the host owes answers (see round).
 	b.idle = time.AfterFunc(time.Hour, func() { bs.close(b) })
@@ -114,11 +132,47 @@ func (bs *bridges) open(server string) *bridge {
 	return b
 }
 
-// get returns the bridge of a request state, or nil.
-func (bs *bridges) get(id string) *bridge {
+// sealer is bs's stateSealer.
+func (bs *bridges) sealer() *stateSealer {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	return bs.byID[id]
+	if bs.seal == nil {
+		bs.seal = newStateSealer(nil)
+	}
+	return bs.seal
+}
+
+// resume returns the bridge a host's continuation (raw, its
+// requestState, for tool by the host of ss) answers, once: or the
+// host's error saying why the state is refused (state.go).
+func (bs *bridges) resume(raw, tool string, ss *mcp.ServerSession) (*bridge, *jsonrpc.Error) {
+	st, werr := bs.sealer().open(raw)
+	if werr != nil {
+		return nil, werr
+	}
+	bs.mu.Lock()
+	b := bs.byID[st.Bridge]
+	bs.mu.Unlock()
+	switch {
+	case b == nil:
+		return nil, badState("its call ended (answered, cancelled, or not come back to in time)")
+	case ss != b.opener:
+		// Every session a 2026-07-28 host continues on is the one it
+		// called on (stdio, or the HTTP front's stateful session).
+		return nil, badState("it was issued to another host session")
+	case st.Server != b.server || st.Tool != b.tool || st.Tool != tool:
+		return nil, badState(fmt.Sprintf("it continues a call of %q, not of %q", st.Tool, tool))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case st.Digest != b.digest:
+		return nil, badState("it continues another exchange")
+	case st.Round != b.rounds || b.answered >= st.Round:
+		return nil, badState(fmt.Sprintf("round %d was answered already (replayed)", st.Round))
+	}
+	b.answered = st.Round
+	return b, nil
 }
 
 // close ends b: its server call is cancelled and its waiting requests fail.
@@ -177,6 +231,10 @@ func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mc
 func (bs *bridges) round(ctx context.Context, b *bridge) (outcome, bool) {
 	b.idle.Stop() // the host is here: it waits for us now, for as long as the call runs
 	select {
+	case <-b.closed:
+		// Closed under the host (not come back in time, Shutdown): its
+		// call was cancelled; nothing will come.
+		return outcome{err: errBridgeClosed}, true
 	case out := <-b.done:
 		bs.close(b)
 		return out, true
@@ -190,12 +248,28 @@ func (bs *bridges) round(ctx context.Context, b *bridge) (outcome, bool) {
 				more = false
 			}
 		}
-		b.idle.Reset(bs.comeBackWithin(reqs))
-		return outcome{res: &mcp.CallToolResult{InputRequests: reqs, RequestState: b.id}}, false
+		within := bs.comeBackWithin(reqs)
+		b.idle.Reset(within)
+		return outcome{res: &mcp.CallToolResult{InputRequests: reqs, RequestState: bs.state(b, reqs, within)}}, false
 	case <-ctx.Done():
 		bs.close(b)
 		return outcome{err: ctx.Err()}, true
 	}
+}
+
+// state is the sealed requestState of b's next round, asking reqs, good
+// for within.
+func (bs *bridges) state(b *bridge, reqs mcp.InputRequestMap, within time.Duration) string {
+	sealer := bs.sealer()
+	b.mu.Lock()
+	b.rounds++
+	if b.rounds == 1 {
+		b.digest = digest(reqs)
+	}
+	st := sealedState{Bridge: b.id, Server: b.server, Tool: b.tool, Round: b.rounds, Digest: b.digest,
+		Expiry: sealer.expiryAfter(within)}
+	b.mu.Unlock()
+	return sealer.seal(st)
 }
 
 // comeBackWithin is how long the host may take to come back with the

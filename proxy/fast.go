@@ -413,7 +413,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 		return
 	}
 	bs := &u.host.bridges
-	b := bs.open(fr.server)
+	b := bs.open(fr.server, fr.public, fr.ss)
 	b.setRound(ctx, fr.ss, relay, "")
 	opts := &mcpkeep.CallOptions{}
 	if relay != nil {
@@ -443,7 +443,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 func (c *fastConn) answer(fr fastReq, out outcome) {
 	var wire *jsonrpc.Error
 	switch {
-	case out.err == nil && out.res == nil && c.sdkWouldSend(fr, out.raw):
+	case out.err == nil && out.res == nil && plainResult(out.raw, fr.modern):
 		c.write(&jsonrpc.Response{ID: fr.req.ID, Result: out.raw})
 	case out.err != nil && errors.As(out.err, &wire):
 		c.write(&jsonrpc.Response{ID: fr.req.ID, Error: wire})
@@ -458,31 +458,6 @@ func (c *fastConn) write(r *jsonrpc.Response) {
 		return
 	}
 	_ = c.Write(context.WithoutCancel(c.ctx), r)
-}
-
-// sdkWouldSend reports whether the SDK's server would have answered with
-// raw as it is: a result that has its content (the SDK fills in an empty
-// one), asks for nothing, and on 2026-07-28 names its result type and its
-// server (the SDK adds both).
-func (c *fastConn) sdkWouldSend(fr fastReq, raw json.RawMessage) bool {
-	var top struct {
-		Content       json.RawMessage `json:"content"`
-		ResultType    json.RawMessage `json:"resultType"`
-		InputRequests json.RawMessage `json:"inputRequests"`
-		Meta          struct {
-			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
-		} `json:"_meta"`
-	}
-	if _, err := segjson.Parse(raw, &top, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
-		return false
-	}
-	if len(top.Content) == 0 || string(top.Content) == "null" || len(top.InputRequests) > 0 {
-		return false
-	}
-	if fr.modern {
-		return string(top.ResultType) == `"complete"` && len(top.Meta.ServerInfo) > 0 && string(top.Meta.ServerInfo) != "null"
-	}
-	return len(top.ResultType) == 0
 }
 
 // handoffKey is the _meta key of a request handed back to the SDK.

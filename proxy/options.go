@@ -47,6 +47,10 @@ type Options struct {
 	// typed path, as the Streamable HTTP front does, instead of the fast
 	// path (docs/design.md §24): for comparison.
 	TypedRelay bool
+	// StateKey seals the requestState of a 2026-07-28 host's multi round
+	// trip (AES-256-GCM, docs/design.md §24); nil draws a random key per
+	// Server (a state then outlives neither the process nor the Server).
+	StateKey *[32]byte
 	// SessionIdle ends an HTTP host session that sent nothing for this
 	// long (Handler); zero is DefaultSessionIdle, negative never.
 	SessionIdle time.Duration

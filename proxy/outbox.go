@@ -41,13 +41,21 @@ type outbox struct {
 	mu      sync.Mutex
 	items   []outItem
 	running bool
-	idle    chan struct{} // closed when empty and no writer runs
+	// pushed numbers the messages queued; done is the number of the last
+	// one sent (or dropped with everything before it); moved is closed
+	// and replaced each time done moves. A flush waits for done to reach
+	// what was pushed before it, not for an empty queue: another server's
+	// flood keeps the queue busy, and must not hold this answer
+	// (docs/design.md §19).
+	pushed, done uint64
+	moved        chan struct{}
 }
 
 // outItem is one queued message; progress tells it from a log message.
 type outItem struct {
 	send     func(context.Context)
 	progress bool
+	seq      uint64
 }
 
 // push queues send for ss without blocking.
@@ -74,11 +82,11 @@ func (os *outboxes) push(ss *mcp.ServerSession, progress bool, send func(context
 		o.items = slices.Delete(o.items, victim, victim+1)
 		os.dropped.Add(1)
 	}
-	o.items = append(o.items, outItem{send: send, progress: progress})
+	o.pushed++
+	o.items = append(o.items, outItem{send: send, progress: progress, seq: o.pushed})
 	start := !o.running
 	if start {
 		o.running = true
-		o.idle = make(chan struct{})
 		os.wg.Add(1)
 	}
 	o.mu.Unlock()
@@ -94,22 +102,39 @@ func (os *outboxes) write(o *outbox) {
 		o.mu.Lock()
 		if len(o.items) == 0 {
 			o.running = false
-			close(o.idle)
 			o.mu.Unlock()
 			return
 		}
-		send := o.items[0].send
+		it := o.items[0]
 		o.items[0] = outItem{}
 		o.items = o.items[1:]
 		o.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), outboxSendBound)
-		send(ctx)
+		it.send(ctx)
 		cancel()
+		o.mu.Lock()
+		o.advance(it.seq)
+		o.mu.Unlock()
 	}
 }
 
-// flush waits until what was queued for ss before it has been sent, or
-// ctx ends: a request's result must not overtake its own progress.
+// advance records that everything up to seq left the queue, and wakes
+// the flushes waiting. o.mu is held.
+func (o *outbox) advance(seq uint64) {
+	if seq <= o.done {
+		return
+	}
+	o.done = seq
+	if o.moved != nil {
+		close(o.moved)
+		o.moved = nil
+	}
+}
+
+// flush waits until what was queued for ss before it has been sent (or
+// dropped), or ctx ends: a request's result must not overtake its own
+// progress. What is queued after it (another server's flood) is not
+// waited for.
 func (os *outboxes) flush(ctx context.Context, ss *mcp.ServerSession) {
 	os.mu.Lock()
 	o := os.byHost[ss]
@@ -118,15 +143,21 @@ func (os *outboxes) flush(ctx context.Context, ss *mcp.ServerSession) {
 		return
 	}
 	o.mu.Lock()
-	idle, running := o.idle, o.running
+	target := o.pushed
+	for o.done < target {
+		if o.moved == nil {
+			o.moved = make(chan struct{})
+		}
+		moved := o.moved
+		o.mu.Unlock()
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return
+		}
+		o.mu.Lock()
+	}
 	o.mu.Unlock()
-	if !running {
-		return
-	}
-	select {
-	case <-idle:
-	case <-ctx.Done():
-	}
 }
 
 // drop forgets a session that ended; its queued messages are discarded.
@@ -138,6 +169,7 @@ func (os *outboxes) drop(ss *mcp.ServerSession) {
 	if o != nil {
 		o.mu.Lock()
 		o.items = nil
+		o.advance(o.pushed) // nothing left to wait for
 		o.mu.Unlock()
 	}
 }
@@ -151,6 +183,7 @@ func (os *outboxes) close(ctx context.Context) {
 	for _, o := range os.byHost {
 		o.mu.Lock()
 		o.items = nil
+		o.advance(o.pushed)
 		o.mu.Unlock()
 	}
 	os.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -36,4 +38,43 @@ func TestOutboxDropsLogsBeforeProgress(t *testing.T) {
 	if os.dropped.Load() == 0 || logs.Load() == 0 {
 		t.Errorf("dropped %d, logs sent %d", os.dropped.Load(), logs.Load())
 	}
+}
+
+// TestOutboxFlushIgnoresAFloodAfterIt: a result waits for what its
+// session had queued before it (its own progress), not for another
+// server's flood that keeps the queue busy after it: the answer goes out
+// at once, not at the flush's bound (docs/design.md §19).
+func TestOutboxFlushIgnoresAFloodAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var os outboxes
+		ss := new(mcp.ServerSession) // a key only: nothing is sent to it
+		var progress atomic.Bool
+		os.push(ss, true, func(context.Context) { progress.Store(true) }) // the call's own
+		// The flood: each message takes 1 ms to write (synctest's clock)
+		// and queues the next, until stopped.
+		var stop atomic.Bool
+		var flood func(context.Context)
+		flood = func(context.Context) {
+			time.Sleep(time.Millisecond)
+			if !stop.Load() {
+				os.push(ss, false, flood)
+			}
+		}
+		os.push(ss, false, flood)
+		defer func() {
+			stop.Store(true)
+			os.close(context.Background())
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), flushBound)
+		defer cancel()
+		start := time.Now()
+		os.flush(ctx, ss)
+		// It waits for the one flood message queued before it: 1 ms.
+		if waited := time.Since(start); waited > time.Millisecond || ctx.Err() != nil {
+			t.Fatalf("the flush waited %v for the flood (the bound is %v)", waited, flushBound)
+		}
+		if !progress.Load() {
+			t.Fatal("the flush returned before the call's own progress was sent")
+		}
+	})
 }

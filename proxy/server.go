@@ -114,6 +114,7 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.host = &hostLink{log: log, srv: s.srv}
 	s.host.updates.srv = s.srv
 	s.host.bridges.base = s.ctx
+	s.host.bridges.seal = newStateSealer(opts.StateKey)
 	rp := newRelayPath(s.srv, s.getPool, s.host, log)
 	rp.observe, rp.track = s.observeRequest, s.track
 	s.up, s.cat = newUpstream(rp), newCatalogMirror(rp)

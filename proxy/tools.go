@@ -16,6 +16,7 @@ import (
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -205,13 +206,14 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		var b *bridge
 		relay, level := u.host.progressRelay(ctx, req), requestLevel(req)
 		if st := req.Params.RequestState; st != "" {
-			if b = bs.get(st); b == nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpkeep: unknown or expired requestState " + st}
+			var werr *jsonrpc.Error
+			if b, werr = bs.resume(st, public, req.Session); werr != nil {
+				return nil, werr
 			}
 			b.setRound(ctx, req.Session, relay, level)
 			b.answer(req.Params.InputResponses)
 		} else {
-			b = bs.open(server)
+			b = bs.open(server, public, req.Session)
 			// The round is set before the server's call starts: its first
 			// progress may come at once.
 			b.setRound(ctx, req.Session, relay, level)
@@ -247,6 +249,12 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 // the human reading over its shoulder; errors of the server itself
 // (JSON-RPC errors) pass through unchanged.
 func (u *upstream) result(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err == nil && res == nil {
+		// Never a nil result to the SDK's server: for a 2026-07-28 host it
+		// panics on one (docs/design.md §19). The connection judges
+		// answers first (transport.CheckAnswer); this is the last guard.
+		err = errNoResult
+	}
 	if err == nil {
 		return res, nil
 	}
@@ -256,6 +264,9 @@ func (u *upstream) result(res *mcp.CallToolResult, err error) (*mcp.CallToolResu
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(u.pool(), err)}}}, nil
 }
+
+// errNoResult: a call's outcome had neither a result nor an error.
+var errNoResult = fmt.Errorf("mcpkeep: the call ended without a result: %w", transport.ErrMalformedAnswer)
 
 // describe explains a failed request: which server, in which state, and
 // when the next retry is due.

@@ -9,7 +9,8 @@ import (
 )
 
 // A Filter chooses which of a server's items (tools or prompts) a host
-// sees, by shell globs (path.Match) on the server's own names: with Allow
+// sees, by shell globs (MatchName: path.Match's syntax, '/' an ordinary
+// character) on the server's own names: with Allow
 // set only names matching one of its patterns pass; a name matching a Deny
 // pattern never does. The zero Filter passes everything.
 type Filter struct {
@@ -44,7 +45,7 @@ func (a Filter) Equal(b Filter) bool {
 
 func matchAny(patterns []string, name string) bool {
 	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
+		if MatchName(p, name) {
 			return true
 		}
 	}
@@ -56,7 +57,7 @@ func matchAny(patterns []string, name string) bool {
 func (f Filter) unmatched(names []string) []string {
 	var out []string
 	for _, p := range f.Allow {
-		if !slices.ContainsFunc(names, func(n string) bool { ok, _ := path.Match(p, n); return ok }) {
+		if !slices.ContainsFunc(names, func(n string) bool { return MatchName(p, n) }) {
 			out = append(out, p)
 		}
 	}

@@ -32,6 +32,9 @@ type Fault struct {
 	// HoldLists holds every tools/list from the start, until the test
 	// calls MemGen.ReleaseLists.
 	HoldLists bool
+	// Rewrite, when set, replaces each message the server sends before
+	// the client reads it (a malformed answer, an invalid string...).
+	Rewrite func(jsonrpc.Message) jsonrpc.Message
 }
 
 // Memory is a scripted in-memory Opener for tests: each generation is a

@@ -73,6 +73,9 @@ func (c *memConn) readPump() {
 	defer c.pump.Done()
 	for {
 		msg, err := c.inner.Read(context.Background())
+		if err == nil && c.g.fault.Rewrite != nil {
+			msg = c.g.fault.Rewrite(msg)
+		}
 		select {
 		case c.reads <- readResult{msg, err}:
 		case <-c.done:

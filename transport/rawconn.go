@@ -215,6 +215,12 @@ func (c *RawConn) answer(id string, r *jsonrpc.Response) {
 		call.done <- rawAnswer{err: r.Error}
 		return
 	}
+	if err := CheckAnswer(r); err != nil {
+		// No answer: the call's error, the server's fault, never a nil
+		// result relayed as a success (answer.go).
+		call.done <- rawAnswer{err: err}
+		return
+	}
 	call.done <- rawAnswer{result: r.Result}
 }
 
