@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -194,6 +195,36 @@ func TestModernRequestPeeksTheBody(t *testing.T) {
 		}
 		if rest, _ := io.ReadAll(req.Body); !bytes.Equal(rest, b) {
 			t.Errorf("%s: body after the peek = %q, want %q", c.name, rest, b)
+		}
+	}
+}
+
+// The servers' protocol version: a stdio server is asked for the host's
+// era (legacy with many hosts); an HTTP server is pinned only to a
+// legacy host's version, and with many hosts (Start) the SDK negotiates,
+// so a stateless server speaks 2026-07-28 and can ask a host for input
+// (pinned to the legacy era it could ask nobody anything).
+func TestDownstreamVersions(t *testing.T) {
+	web := mustConfig(t, map[string]any{"mcpServers": map[string]any{"w": map[string]any{"url": "http://127.0.0.1:1/mcp"}}}).Servers[0]
+	cmd := mustConfig(t, map[string]any{"mcpServers": map[string]any{"c": map[string]any{"command": "srv"}}}).Servers[0]
+	for _, c := range []struct{ host, stdio, http string }{
+		{"", legacyVersion, ""},
+		{"2025-06-18", "2025-06-18", "2025-06-18"},
+		{"2026-07-28", "2026-07-28", ""},
+	} {
+		open := downstreamOpener(c.host, nil)
+		o, err := open(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.(*transport.Stdio).ProtocolVersion; got != c.stdio {
+			t.Errorf("host %q: stdio server asked for %q, want %q", c.host, got, c.stdio)
+		}
+		if o, err = open(web); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.(*transport.HTTP).ProtocolVersion; got != c.http {
+			t.Errorf("host %q: HTTP server pinned to %q, want %q", c.host, got, c.http)
 		}
 	}
 }
