@@ -75,6 +75,20 @@ func runEras(ctx context.Context, h *harness, readme string) int {
 			code = 1
 		}
 		fmt.Fprintf(&body, "%s:\n\n%s\n", set.Name, table("server scenario", cols))
+		clients, skipped, err := h.eraClients(ctx, set)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: %s, client scenarios: %v\n", set.Name, err)
+			code = 1
+			continue
+		}
+		for _, r := range compare(clients) {
+			fmt.Fprintf(os.Stderr, "conformance: REGRESSION (%s) %s\n", set.Name, r)
+			code = 1
+		}
+		fmt.Fprintf(&body, "%s\n", table("client scenario", clients))
+		if len(skipped) > 0 {
+			fmt.Fprintf(&body, "Not run: %s (the go-sdk's conformance baseline lists them).\n\n", codeList(skipped))
+		}
 	}
 	fmt.Print("\n" + body.String())
 	if readme != "" {

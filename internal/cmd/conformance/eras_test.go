@@ -78,3 +78,34 @@ func TestWriteEraTables(t *testing.T) {
 		t.Error("no markers: no error")
 	}
 }
+
+// TestRequiredClientScenarios: the client scenarios of a requirement
+// set's list, and none of the extensions listed after it.
+func TestRequiredClientScenarios(t *testing.T) {
+	list := `Required for 2026-07-28 (69 scenarios, frozen; run at the 2026-07-28 wire):
+
+Server scenarios (test against a server):
+  - server-stateless
+  - caching
+
+Client scenarios (test against a client):
+  - tools_call
+  - auth/iss-supported
+  - http-standard-headers
+
+Run and reported, but never scored:
+  extension (16):
+    - auth/client-credentials-jwt [client]
+`
+	got := requiredClientScenarios([]byte(list))
+	want := []string{"tools_call", "auth/iss-supported", "http-standard-headers"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("scenarios = %v, want %v", got, want)
+	}
+	if r := (requirementSet{Args: []string{"--requirements", "2026-07-28"}}).revision(); r != "2026-07-28" {
+		t.Errorf("revision = %q", r)
+	}
+	if r := (requirementSet{}).revision(); r != "2025-11-25" {
+		t.Errorf("revision of the active suite = %q", r)
+	}
+}
