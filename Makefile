@@ -106,3 +106,15 @@ conformance:
 	fi && \
 	$(GO) run ./internal/cmd/conformance -node "$$node" \
 		-suite "$$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" -readme README.md
+
+# Both eras (docs/design.md §24): the 0.2.x suite, pinned, its 2025-11-25
+# active suite and its 2026-07-28 requirement set, against the go-sdk's
+# server directly in both modes (stateful, stateless) and through
+# `mcpkeep run` (stdio; --url in front of each mode) and `mcpkeep proxy
+# --listen`; it fails on any scenario that passes directly (in either
+# mode, or for run --url the mode it fronts) and fails through mcpkeep,
+# and rewrites the era tables in README.md. Same install as conformance.
+.PHONY: conformance-2026
+CONFORMANCE_2026_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
+conformance-2026:
+	@MCPKEEP_CONFORMANCE_ERAS=1 $(MAKE) --no-print-directory conformance CONFORMANCE_PKG=$(CONFORMANCE_2026_PKG)

@@ -104,7 +104,7 @@ func (s *Server) launch(caps *mcp.ClientCapabilities, version string, hold <-cha
 		opts.Roots = []*mcp.Root{} // the servers know of roots from the start
 	}
 	if opts.Opener == nil {
-		opts.Opener = downstreamOpener(downstreamVersion(version), opts.Logger)
+		opts.Opener = downstreamOpener(version, opts.Logger)
 	}
 	pool := mcpkeep.NewPool(opts)
 	s.set.Subscribe(s.up.apply)
@@ -215,18 +215,24 @@ func downstreamVersion(hostVersion string) string {
 const legacyVersion = "2025-11-25"
 
 // downstreamOpener builds each server's transport from its config and
-// pins the protocol version its sessions ask for.
-func downstreamOpener(version string, log *slog.Logger) func(config.Server) (transport.Opener, error) {
+// pins the protocol version its sessions ask for, given the host's
+// version ("" with many hosts: Start).
+func downstreamOpener(hostVersion string, log *slog.Logger) func(config.Server) (transport.Opener, error) {
 	return func(s config.Server) (transport.Opener, error) {
 		o, err := s.Opener(log)
 		switch t := o.(type) {
 		case *transport.Stdio:
-			t.ProtocolVersion = version
+			t.ProtocolVersion = downstreamVersion(hostVersion)
 		case *transport.HTTP:
 			// A stateful HTTP server may not speak 2026-07-28: the SDK
 			// negotiates down from it on its own, never up from legacy.
-			if version < "2026-07-28" {
-				t.ProtocolVersion = version
+			// With many hosts the SDK negotiates: a stateless server
+			// (which makes no request of a legacy session, so a legacy
+			// one could ask no host for anything) speaks 2026-07-28 and
+			// asks by input requests; a stateful one is legacy anyway
+			// (docs/design.md §24).
+			if hostVersion != "" && hostVersion < modernVersion {
+				t.ProtocolVersion = hostVersion
 			}
 		}
 		return o, err

@@ -24,7 +24,8 @@ type HTTPOptions struct {
 }
 
 // Handler serves hosts over Streamable HTTP at /mcp, any number of host
-// sessions over the same servers, with /healthz, /readyz and, when given,
+// sessions over the same servers, hosts of both eras on the one endpoint
+// (era.go), with /healthz, /readyz and, when given,
 // /metrics beside it (docs/design.md §16). It starts the servers (Start).
 //
 // A browser page of another origin is refused (its Origin or
@@ -41,8 +42,12 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 	if idle < 0 {
 		idle = 0
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, SessionTimeout: idle})
+	front := func(*http.Request) *mcp.Server { return s.srv }
+	// Both eras on one endpoint (era.go, docs/design.md §24).
+	h := &eraMux{
+		legacy: mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, SessionTimeout: idle}),
+		modern: mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, Stateless: true}),
+	}
 	s.Start()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", bearer(o.Token, cop.Handler(boundWrites(h, hostWriteBound))))

@@ -7,11 +7,28 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 )
 
 // The SDK's request header naming the JSON-RPC method (2026-07-28).
 const mcpMethodHeader = "Mcp-Method"
+
+// transportHeader reports whether k is one of the Streamable HTTP
+// transport's own headers, which only the SDK sets: the session id, the
+// protocol version and the 2026-07-28 standard headers (Mcp-Method,
+// Mcp-Name, Mcp-Param-*), which must match each request's body. A
+// configured header of such a name would put a name on a request whose
+// body has none, or one the server refuses as a mismatch, so it is not
+// sent (docs/design.md §24).
+func transportHeader(k string) bool {
+	k = http.CanonicalHeaderKey(k)
+	switch k {
+	case "Mcp-Session-Id", "Mcp-Protocol-Version", mcpMethodHeader, "Mcp-Name":
+		return true
+	}
+	return strings.HasPrefix(k, "Mcp-Param-")
+}
 
 // genRoundTripper carries every request of one generation. It adds the
 // configured headers, ties each request to the generation (so the
@@ -78,7 +95,7 @@ func (t *genRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	// elsewhere is refused below; this holds whatever asks).
 	if t.toEndpointOrigin(out.URL) {
 		for k, v := range t.headers {
-			if out.Header.Get(k) == "" {
+			if out.Header.Get(k) == "" && !transportHeader(k) {
 				out.Header.Set(k, v)
 			}
 		}

@@ -32,6 +32,9 @@ type scenario struct {
 	args map[string]any
 	// host is what the client offers the server.
 	host mcpkeep.HostHandlers
+	// steps, when set, is what the client does once started instead of
+	// calling tool (eras.go: the 2026-07-28 scenarios).
+	steps func(ctx context.Context, sup *mcpkeep.Supervisor, set *tools.Set, cat *tools.Catalog) error
 }
 
 // scenarios are the suite's client scenarios this adapter plays; each
@@ -64,6 +67,9 @@ func main() {
 	} else {
 		sc, ok := scenarios[name]
 		if !ok {
+			sc, ok = eraScenarios[name]
+		}
+		if !ok {
 			log.Fatalf("MCP_CONFORMANCE_SCENARIO: unknown scenario %q", name)
 		}
 		err = run(ctx, os.Args[1], sc, nil)
@@ -77,7 +83,9 @@ func main() {
 // scenario's tool, then disposes the supervisor.
 func run(ctx context.Context, url string, sc scenario, signIn auth.OAuthHandler) (err error) {
 	set := tools.NewSet(tools.Limits{})
+	cat := tools.NewCatalog(tools.Limits{})
 	sup, err := mcpkeep.New(mcpkeep.Options{
+		Catalog:        cat,
 		Name:           "conformance",
 		Opener:         &transport.HTTP{URL: url, Server: "conformance", OAuth: signIn},
 		ConnectTimeout: 10 * time.Second,
@@ -99,6 +107,9 @@ func run(ctx context.Context, url string, sc scenario, signIn auth.OAuthHandler)
 	}()
 	if err := sup.Start(ctx); err != nil {
 		return fmt.Errorf("start: %w", err)
+	}
+	if sc.steps != nil {
+		return sc.steps(ctx, sup, set, cat)
 	}
 	if sc.tool == "" {
 		return nil

@@ -58,7 +58,9 @@ func main() {
 	suite := flag.String("suite", "", "the suite's entry point, node_modules/@modelcontextprotocol/conformance/dist/index.js")
 	readme := flag.String("readme", "", "write the tables between the conformance markers of this file")
 	keep := flag.Bool("keep", false, "keep the work directory (builds, logs, results)")
+	eras := flag.Bool("eras", os.Getenv("MCPKEEP_CONFORMANCE_ERAS") == "1", "with the 0.2.x suite: both requirement sets over both eras' columns (eras.go; make conformance-2026 sets it by MCPKEEP_CONFORMANCE_ERAS=1)")
 	flag.Parse()
+	erasMode = *eras
 	if *suite == "" {
 		fmt.Fprintln(os.Stderr, "conformance: -suite is required")
 		os.Exit(2)
@@ -90,6 +92,9 @@ func run(ctx context.Context, node, suite, readme string, keep bool) int {
 	if err := h.build(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		return 1
+	}
+	if erasMode {
+		return runEras(ctx, h, readme)
 	}
 	servers := []column{h.column(ctx, "direct", h.direct)}
 	if servers[0].Err != nil || len(servers[0].Results) == 0 {

@@ -38,6 +38,7 @@ func newShim(target *url.URL, prefix string) *shim {
 				pr.Out.Body = io.NopCloser(bytes.NewReader(b))
 				pr.Out.ContentLength = int64(len(b))
 			}
+			s.nameHeader(pr.Out.Header)
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			switch ct := resp.Header.Get("Content-Type"); {
@@ -91,6 +92,17 @@ func (s *shim) request(b []byte) []byte {
 		return b
 	}
 	return out
+}
+
+// nameHeader adds the prefix to a 2026-07-28 request's Mcp-Name header
+// where the body's name gets it (the header must match the body,
+// docs/design.md §24); a name with no prefix in the body keeps its own.
+func (s *shim) nameHeader(h http.Header) {
+	name := h.Get("Mcp-Name")
+	if m := h.Get("Mcp-Method"); name == "" || (m != "tools/call" && m != "prompts/get") {
+		return
+	}
+	h.Set("Mcp-Name", s.prefix+strings.TrimSpace(name))
 }
 
 // response strips the prefix from the tools and prompts of one JSON-RPC
