@@ -124,8 +124,8 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // decoding, when none is (a broken one fails its decoding then, as the
 // SDK's decoder would fail it).
 type nesting struct {
-	pos             int // bytes of the text scanned
-	depth           int
+	pos               int // bytes of the text scanned
+	depth             int
 	inString, escaped bool
 }
 
