@@ -43,14 +43,10 @@ type fixtureGen struct {
 	gone   chan struct{}
 }
 
-func (g *fixtureGen) Transport() mcp.Transport        { return g.t }
-func (g *fixtureGen) Gone() <-chan struct{}           { return g.gone }
-func (g *fixtureGen) Terminate()                      { g.cancel(); g.t.Writer.Close(); g.t.Reader.Close() }
-func (g *fixtureGen) Exit() transport.ExitInfo        { return transport.ExitInfo{} }
-func (g *fixtureGen) String() string                  { return "fixture" }
-func (o fixtureOpener) String() string                { return "fixture " + o.mode.String() }
-func (o fixtureOpener) Describe() string              { return o.String() }
-func (o fixtureOpener) describeForTest() fixture.Mode { return o.mode }
+func (g *fixtureGen) Transport() mcp.Transport { return g.t }
+func (g *fixtureGen) Gone() <-chan struct{}    { return g.gone }
+func (g *fixtureGen) Terminate()               { g.cancel(); g.t.Writer.Close(); g.t.Reader.Close() }
+func (g *fixtureGen) Exit() transport.ExitInfo { return transport.ExitInfo{} }
 
 // cacheRun is one proxy over the caps-tools fixture with a catalog cache
 // in dir, and one stdio-shaped host.
