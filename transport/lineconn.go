@@ -95,13 +95,25 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.line, c.open = c.line[:0], nesting{}
 			continue // a blank line between messages
 		}
-		// Only the new line is scanned: a message over many lines (a peer
-		// that pretty-prints) costs one pass, not one parse per line.
-		c.open.scan(c.line)
-		if c.open.depth > 0 {
-			continue // a message over several lines: read on
+		// A message on one line (the rule) is decoded at once. One that
+		// does not decode may go on over the next lines (a peer that
+		// pretty-prints): from then on only each new line is scanned,
+		// and the message decoded again only once it closed, so it costs
+		// one pass and one more decoding, not one parse per line.
+		first := c.open.pos == 0
+		var msgs []jsonrpc.Message
+		if first {
+			msgs, err = decodeLine(data)
 		}
-		msgs, err := decodeLine(data)
+		if !first || err != nil {
+			c.open.scan(c.line)
+			if c.open.depth > 0 {
+				continue // a message over several lines: read on
+			}
+			if !first {
+				msgs, err = decodeLine(data)
+			}
+		}
 		if cap(c.line) > 1<<20 {
 			// Do not keep a huge message's buffer alive while it is relayed
 			// (the decoded message holds copies of what it keeps).
