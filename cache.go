@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/catalogcache"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/transport"
 )
 
 // CatalogStore keeps one server's catalog between runs (docs/design.md
@@ -30,6 +31,12 @@ func (lc *lifecycle) loadHint() (settled bool) {
 		return false
 	}
 	if e == nil {
+		return false
+	}
+	if d := lc.s.declares(); e.Declared != nil && *e.Declared != d {
+		// Listed for a host that declared otherwise: the server may list
+		// other tools to this one (docs/design.md §20).
+		lc.log(slog.LevelDebug, "catalog cache ignored", nil, slog.String("err", "listed for a client that declared other capabilities"))
 		return false
 	}
 	lc.notComing = e.NotComing
@@ -96,10 +103,38 @@ func (lc *lifecycle) store(e *catalogcache.Entry) {
 		return
 	}
 	e.Saved = lc.opts.Clock.Now()
+	d := lc.s.declares()
+	e.Declared = &d
 	if err := lc.opts.Cache.Save(e); err != nil && !lc.saveWarned {
 		lc.saveWarned = true // once: a read-only cache is not news at every sync
 		lc.log(slog.LevelWarn, "catalog cache not written", lc.cur, slog.Any("err", err))
 	}
+}
+
+// declares is what the supervisor's generations tell the server of the
+// host: a server's lists may depend on it, so the cache keys a catalog by
+// it (docs/design.md §20).
+func (s *Supervisor) declares() catalogcache.Declared {
+	_, haveRoots := s.stickyRoots()
+	return declaredBy(&s.opts.Host, haveRoots, s.opts.Opener)
+}
+
+// declaredBy is what a client with the handlers h (and roots when
+// haveRoots) declares through op: the capabilities newClient's client
+// gets, and the protocol version op's sessions ask for.
+func declaredBy(h *HostHandlers, haveRoots bool, op transport.Opener) catalogcache.Declared {
+	d := catalogcache.Declared{
+		Sampling:      h.CreateMessage != nil || h.CreateMessageWithTools != nil,
+		SamplingTools: h.CreateMessageWithTools != nil,
+		Elicitation:   h.Elicit != nil,
+		Roots:         haveRoots || h.ListRoots != nil,
+	}
+	if so, ok := op.(transport.SessionOptioner); ok {
+		if o := so.SessionOptions(); o != nil {
+			d.Protocol = o.ProtocolVersion
+		}
+	}
+	return d
 }
 
 // starting: the host was shown lists no live generation confirmed yet

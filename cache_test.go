@@ -315,3 +315,37 @@ func TestCacheHintHonoursTheFilter(t *testing.T) {
 		}
 	})
 }
+
+// A catalog listed for a host that declared other capabilities is no
+// hint: the server may list other tools to this one (issue 33 item 4).
+// What a live listing writes says what this supervisor declared.
+func TestCacheHintOfAnotherDeclarationIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := cachedTools("echo", "sample")
+		e.Declared = &catalogcache.Declared{Sampling: true}
+		st := &memStore{e: e}
+		h := newHarness(t, func(o *Options) { o.Cache = st }, "echo")
+		var seen [][]string
+		h.set.Subscribe(func(ch tools.Change) {
+			var names []string
+			for _, tl := range ch.Tools {
+				names = append(names, tl.PublicName)
+			}
+			seen = append(seen, names)
+		})
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		h.wantState(fsm.Established)
+		if len(seen) != 1 || !slices.Equal(seen[0], []string{"srv__echo"}) {
+			t.Fatalf("registrations %v, want only the live one", seen)
+		}
+		saved := st.entry()
+		if saved.Declared == nil || *saved.Declared != (catalogcache.Declared{}) || !slices.Equal(toolNames(saved), []string{"echo"}) {
+			t.Fatalf("saved %+v declared %+v", saved, saved.Declared)
+		}
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -181,7 +181,9 @@ func (p *Pool) newSupervisor(sc config.Server) (*Supervisor, error) {
 		Lazy: sc.Lazy, IdleStop: sc.IdleStop,
 	}
 	if p.opts.Cache != nil {
-		o.Cache = p.opts.Cache.For(sc)
+		// Keyed by what the servers are told of the host, too: a server
+		// may list other tools to another host (docs/design.md §20).
+		o.Cache = p.opts.Cache.For(sc, declaredBy(&p.opts.Host, haveRoots, op))
 	}
 	if haveRoots {
 		o.Roots = roots

@@ -23,7 +23,7 @@ func TestIdleServerReload(t *testing.T) {
 	cache := catalogcache.New(t.TempDir())
 	a := memServer("a")
 	a.Lazy = true
-	if err := cache.For(a).Save(memEntry("echo", "hang")); err != nil {
+	if err := cache.For(a, catalogcache.Declared{}).Save(memEntry("echo", "hang")); err != nil {
 		t.Fatal(err)
 	}
 	o := newMemOpeners()
@@ -53,7 +53,7 @@ func TestIdleServerReload(t *testing.T) {
 	if st := sup2.State(); st.State != fsm.Established {
 		t.Fatalf("the new server: %+v", st)
 	}
-	if e, err := cache.For(b).Load(); err != nil || e == nil || !e.Listed {
+	if e, err := cache.For(b, catalogcache.Declared{}).Load(); err != nil || e == nil || !e.Listed {
 		t.Fatalf("the new server's catalog was not cached: %v %v", e, err)
 	}
 	// A call of the cached name goes through (routed to the new server).
@@ -64,7 +64,7 @@ func TestIdleServerReload(t *testing.T) {
 	// Removed while idle.
 	c := memServer("a", "v3")
 	c.Lazy = true
-	if err := cache.For(c).Save(memEntry("echo")); err != nil {
+	if err := cache.For(c, catalogcache.Declared{}).Save(memEntry("echo")); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Apply(ctx, &config.Config{Servers: []config.Server{c}}); err != nil {
@@ -97,7 +97,7 @@ func TestPoolRegistersHintsBeforeSpawning(t *testing.T) {
 	var servers []config.Server
 	for _, name := range []string{"a", "b", "c", "d"} {
 		sc := memServer(name)
-		if err := cache.For(sc).Save(memEntry("echo", "hang")); err != nil {
+		if err := cache.For(sc, catalogcache.Declared{}).Save(memEntry("echo", "hang")); err != nil {
 			t.Fatal(err)
 		}
 		servers = append(servers, sc)

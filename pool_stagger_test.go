@@ -29,7 +29,7 @@ func TestPoolStaggersCachedStarts(t *testing.T) {
 	var servers []config.Server
 	for _, name := range names {
 		sc := memServer(name)
-		if err := cache.For(sc).Save(memEntry("echo", "hang")); err != nil {
+		if err := cache.For(sc, catalogcache.Declared{}).Save(memEntry("echo", "hang")); err != nil {
 			t.Fatal(err)
 		}
 		servers = append(servers, sc)
@@ -104,7 +104,7 @@ func TestPoolDisposeDuringStagger(t *testing.T) {
 	var servers []config.Server
 	for _, name := range []string{"a", "b", "c"} {
 		sc := memServer(name)
-		if err := cache.For(sc).Save(memEntry("echo")); err != nil {
+		if err := cache.For(sc, catalogcache.Declared{}).Save(memEntry("echo")); err != nil {
 			t.Fatal(err)
 		}
 		servers = append(servers, sc)
@@ -140,7 +140,7 @@ func TestPoolHoldStartsUntilReleased(t *testing.T) {
 				cache := catalogcache.New(t.TempDir())
 				o := newMemOpeners()
 				sc := memServer("a")
-				if err := cache.For(sc).Save(memEntry("echo")); err != nil {
+				if err := cache.For(sc, catalogcache.Declared{}).Save(memEntry("echo")); err != nil {
 					t.Fatal(err)
 				}
 				hold := make(chan struct{})

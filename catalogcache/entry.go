@@ -7,7 +7,7 @@ import (
 )
 
 // formatVersion is the file format; a file of another version is foreign.
-const formatVersion = 1
+const formatVersion = 2
 
 // Entry is what the cache holds of one server.
 type Entry struct {
@@ -22,6 +22,9 @@ type Entry struct {
 	// NotComing: in the run that wrote the entry the server was never
 	// established (its first attempts failed or timed out).
 	NotComing bool `json:"notComing,omitempty"`
+	// Declared is what the client that listed the catalog declared; a
+	// client that declares otherwise is not served it.
+	Declared *Declared `json:"declared,omitempty"`
 
 	Init      *mcp.InitializeResult   `json:"init,omitempty"`
 	Tools     []*mcp.Tool             `json:"tools,omitempty"`

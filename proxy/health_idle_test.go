@@ -21,7 +21,7 @@ func TestReadinessIdleIsReady(t *testing.T) {
 	defer cancel()
 	cache := catalogcache.New(t.TempDir())
 	sc := config.Server{Name: "lazy", Transport: config.TransportStdio, Command: "mem", Lazy: true, ConnectTimeout: time.Second}
-	if err := cache.For(sc).Save(&catalogcache.Entry{Listed: true,
+	if err := cache.For(sc, catalogcache.Declared{}).Save(&catalogcache.Entry{Listed: true,
 		Tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -29,15 +29,17 @@ import (
 type HostStdio struct {
 	Reader io.ReadCloser
 	Writer io.WriteCloser
-	// MaxLineLength bounds one inbound frame; 0 is
-	// mcp.DefaultMaxLineLength.
+	// MaxLineLength bounds one inbound frame; 0 or less is
+	// mcp.DefaultMaxLineLength. (The SDK's IOTransport reads a negative
+	// value as no bound at all; a host's frames are bounded here whatever
+	// it asks: docs/design.md §19.)
 	MaxLineLength int
 }
 
 // Connect implements mcp.Transport; call it once.
 func (t *HostStdio) Connect(context.Context) (mcp.Connection, error) {
 	limit := t.MaxLineLength
-	if limit == 0 {
+	if limit <= 0 {
 		limit = mcp.DefaultMaxLineLength
 	}
 	c := &hostConn{r: t.Reader, w: t.Writer, incoming: make(chan rawOrErr), closed: make(chan struct{})}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -258,5 +259,33 @@ func TestHostStdioCloseEndsRead(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not wake Read")
+	}
+}
+
+// A negative MaxLineLength (the SDK's IOTransport reads it as no bound,
+// and the proxy passes a host's IOTransport's on) is the default bound:
+// messages are read, and a frame past mcp.DefaultMaxLineLength still
+// ends the connection (issue 33 item 16: every read failed).
+func TestHostStdioNegativeMaxLineLengthIsTheDefault(t *testing.T) {
+	msg := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	conn, err := (&transport.HostStdio{Reader: io.NopCloser(strings.NewReader(msg)), Writer: nopWriteCloser{io.Discard}, MaxLineLength: -1}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := conn.Read(context.Background())
+	conn.Close()
+	if r, ok := m.(*jsonrpc.Request); err != nil || !ok || r.Method != "ping" {
+		t.Fatalf("read %v, %v", m, err)
+	}
+
+	huge := io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","method":"x","params":"`),
+		&repeatReader{b: 'a', n: mcp.DefaultMaxLineLength + 1})
+	conn, err = (&transport.HostStdio{Reader: io.NopCloser(huge), Writer: nopWriteCloser{io.Discard}, MaxLineLength: -1}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if m, err := conn.Read(context.Background()); err == nil || errors.Is(err, io.EOF) {
+		t.Fatalf("a frame past the default bound: %v, %v", m, err)
 	}
 }

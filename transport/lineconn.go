@@ -62,6 +62,7 @@ type lineConn struct {
 	readMu sync.Mutex
 	queue  []jsonrpc.Message // the rest of a batch
 	line   []byte            // the current message, when it spans reads
+	open   nesting           // how far c.line is scanned, and how deep it is open
 
 	writeMu sync.Mutex
 	w       io.WriteCloser
@@ -84,37 +85,84 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	c.line = c.line[:0]
+	c.line, c.open = c.line[:0], nesting{}
 	for {
 		data, err := c.readLine()
 		if err != nil {
 			return nil, err
 		}
 		if len(data) == 0 {
-			c.line = c.line[:0]
+			c.line, c.open = c.line[:0], nesting{}
 			continue // a blank line between messages
 		}
-		msgs, err := decodeLine(data)
-		if err == nil && cap(c.line) > 1<<20 {
+		// A message on one line (the rule) is decoded at once. One that
+		// does not decode may go on over the next lines (a peer that
+		// pretty-prints): from then on only each new line is scanned,
+		// and the message decoded again only once it closed, so it costs
+		// one pass and one more decoding, not one parse per line.
+		first := c.open.pos == 0
+		var msgs []jsonrpc.Message
+		if first {
+			msgs, err = decodeLine(data)
+		}
+		if !first || err != nil {
+			c.open.scan(c.line)
+			if c.open.depth > 0 {
+				continue // a message over several lines: read on
+			}
+			if !first {
+				msgs, err = decodeLine(data)
+			}
+		}
+		if cap(c.line) > 1<<20 {
 			// Do not keep a huge message's buffer alive while it is relayed
 			// (the decoded message holds copies of what it keeps).
 			c.line = nil
-		}
-		if err != nil && incomplete(data) {
-			// A message over several lines: read on.
-			c.line = append(c.line, '\n')
-			continue
 		}
 		if err != nil {
 			return nil, err
 		}
 		if len(msgs) == 0 {
-			c.line = c.line[:0]
+			c.line, c.open = c.line[:0], nesting{}
 			continue // an empty batch carries nothing
 		}
 		c.queue = msgs[1:]
 		return msgs[0], nil
 	}
+}
+
+// nesting follows a JSON text as it arrives: how many objects and arrays
+// are open at its end, outside strings. A text is whole, and worth
+// decoding, when none is (a broken one fails its decoding then, as the
+// SDK's decoder would fail it).
+type nesting struct {
+	pos               int // bytes of the text scanned
+	depth             int
+	inString, escaped bool
+}
+
+// scan advances over text[n.pos:].
+func (n *nesting) scan(text []byte) {
+	for _, b := range text[n.pos:] {
+		switch {
+		case n.escaped:
+			n.escaped = false
+		case n.inString:
+			switch b {
+			case '\\':
+				n.escaped = true
+			case '"':
+				n.inString = false
+			}
+		case b == '"':
+			n.inString = true
+		case b == '{' || b == '[':
+			n.depth++
+		case b == '}' || b == ']':
+			n.depth--
+		}
+	}
+	n.pos = len(text)
 }
 
 // readLine appends the next line to c.line and returns c.line trimmed:
@@ -170,15 +218,6 @@ func decodeLine(data []byte) ([]jsonrpc.Message, error) {
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
-}
-
-// incomplete reports whether data is the start of a JSON value that goes
-// on past its end, rather than a broken one (only asked of data that did
-// not decode).
-func incomplete(data []byte) bool {
-	var v json.RawMessage
-	err := json.NewDecoder(bytes.NewReader(data)).Decode(&v)
-	return errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -8,10 +8,12 @@ import (
 // ErrStalled is wrapped by the errors of a stdio generation whose server
 // took nothing of what mcpkeep had to write to its stdin for longer than
 // the write bound (docs/design.md §19): the generation ends as if the
-// server had stopped answering. The write that stalled fails with it (the
-// request may be partly in the pipe: in flight); a write queued behind it
-// fails with it and mcp.ErrConnectionClosed (never sent); the reader ends
-// with it and io.EOF, so calls in flight fail as lost.
+// server had stopped answering. The write that stalled fails with it, and
+// with mcp.ErrConnectionClosed (not sent) unless every byte of the message
+// but its newline went out: a message whose last byte never reached the
+// pipe cannot have been acted on. A write queued behind it fails with it
+// and mcp.ErrConnectionClosed too; the reader ends with it and io.EOF, so
+// calls in flight fail as lost.
 var ErrStalled = errors.New("stdio: the server stopped reading its stdin")
 
 // DefaultWriteBound is a stdio generation's write bound until BoundWrites

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -108,24 +110,44 @@ func (s *Stdio) logger() *slog.Logger {
 	return s.Logger
 }
 
-// environ is the child's environment: mcpkeep's (all of it, or what
-// BaseEnv keeps), then Env expanded, in key order (os/exec keeps the last
-// value of a duplicate key).
-func (s *Stdio) environ() []string {
-	env := os.Environ()
-	if !s.InheritEnv {
-		env = BaseEnv(env)
+// environ is the child's environment (ChildEnv of mcpkeep's).
+func (s *Stdio) environ() []string { return ChildEnv(os.Environ(), s.InheritEnv, s.Env) }
+
+// ChildEnv is the environment a stdio child gets when mcpkeep's is
+// environ ("KEY=value", as os.Environ gives it): all of environ with
+// inherit, else what BaseEnv keeps, then env expanded from environ (see
+// ExpandEnv), in key order (os/exec keeps the last value of a duplicate
+// key). The catalog cache keys a server by it: what the child sees is
+// what its catalog may depend on (docs/design.md §20).
+func ChildEnv(environ []string, inherit bool, env map[string]string) []string {
+	out := slices.Clone(environ)
+	if !inherit {
+		out = BaseEnv(out)
 	}
-	exp := ExpandEnv(s.Env, os.LookupEnv)
+	exp := ExpandEnv(env, LookupIn(environ))
 	keys := make([]string, 0, len(exp))
 	for k := range exp {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, k+"="+exp[k])
+		out = append(out, k+"="+exp[k])
 	}
-	return env
+	return out
+}
+
+// LookupIn looks a variable up in environ as os.LookupEnv does in the
+// process's environment (the last entry of a repeated key wins): a lookup
+// for ExpandEnv.
+func LookupIn(environ []string) func(string) (string, bool) {
+	return func(key string) (string, bool) {
+		for i := len(environ) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(environ[i], "="); ok && k == key {
+				return v, true
+			}
+		}
+		return "", false
+	}
 }
 
 // ExpandEnv returns a copy of m whose values have ${VAR} and $VAR expanded

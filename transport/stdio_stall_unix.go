@@ -3,6 +3,7 @@
 package transport
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -77,7 +78,14 @@ func (w *stallWatch) Write(p []byte) (int, error) {
 		case n > 0:
 			continue // the child reads, however slowly
 		}
-		return written, w.trip(bound, len(p)-written)
+		err = w.trip(bound, len(p)-written)
+		if written < len(bytes.TrimRight(p, " \t\r\n")) {
+			// The message's last byte never reached the pipe: no server
+			// can have acted on it. Not sent: it waits for the next
+			// generation (docs/design.md §19).
+			err = fmt.Errorf("%w (%d of %d bytes written: %w)", err, written, len(p), mcp.ErrConnectionClosed)
+		}
+		return written, err
 	}
 }
 
