@@ -51,7 +51,7 @@ func TestReadinessLazyStartFailureIsItsOwn(t *testing.T) {
 	cache := catalogcache.New(t.TempDir())
 	lazy := config.Server{Name: "lazy", Transport: config.TransportStdio, Command: "mem", Lazy: true, ConnectTimeout: time.Second}
 	eager := config.Server{Name: "eager", Transport: config.TransportStdio, Command: "mem", ConnectTimeout: time.Second}
-	if err := cache.For(lazy).Save(&catalogcache.Entry{Listed: true,
+	if err := cache.For(lazy, catalogcache.Declared{}).Save(&catalogcache.Entry{Listed: true,
 		Tools: []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}}); err != nil {
 		t.Fatal(err)
 	}
