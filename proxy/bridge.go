@@ -157,8 +157,12 @@ func (bs *bridges) resume(raw, tool string, ss *mcp.ServerSession) (*bridge, *js
 	case b == nil:
 		return nil, badState("its call ended (answered, cancelled, or not come back to in time)")
 	case ss != b.opener:
-		// Every session a 2026-07-28 host continues on is the one it
-		// called on (stdio, or the HTTP front's stateful session).
+		// A host on stdio or on the HTTP front's stateful session
+		// continues on the session it called on. A bridge opened by a
+		// stateless request (opener nil) is bound to no session: each
+		// such request is a session of its own (docs/design.md §24);
+		// the seal, the owner, the round's single use and the expiry
+		// still hold.
 		return nil, badState("it was issued to another host session")
 	case st.Server != b.server || st.Tool != b.tool || st.Tool != tool:
 		return nil, badState(fmt.Sprintf("it continues a call of %q, not of %q", st.Tool, tool))

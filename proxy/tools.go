@@ -207,13 +207,13 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		relay, level := u.host.progressRelay(ctx, req), requestLevel(req)
 		if st := req.Params.RequestState; st != "" {
 			var werr *jsonrpc.Error
-			if b, werr = bs.resume(st, public, req.Session); werr != nil {
+			if b, werr = bs.resume(st, public, bridgeSession(req.Session, req.Extra)); werr != nil {
 				return nil, werr
 			}
 			b.setRound(ctx, req.Session, relay, level)
 			b.answer(req.Params.InputResponses)
 		} else {
-			b = bs.open(server, public, req.Session)
+			b = bs.open(server, public, bridgeSession(req.Session, req.Extra))
 			// The round is set before the server's call starts: its first
 			// progress may come at once.
 			b.setRound(ctx, req.Session, relay, level)
