@@ -394,7 +394,6 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	pool := u.pool()
 	relay := u.host.progressTo(ctx, fr.ss, fr.token)
 	if !fr.modern {
-		defer u.host.carry(fr.server, fr.ss)()
 		// Counted in flight for Shutdown; ctx already ends with the
 		// proxy's (the connection's is derived from it), so no context
 		// of track's is needed.

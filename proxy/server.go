@@ -263,3 +263,8 @@ func serverNames(cfg *config.Config) []string {
 // HostDropped counts the log and progress messages dropped because a host
 // session's outbox was full (a host that does not read).
 func (s *Server) HostDropped() uint64 { return s.host.outboxes.dropped.Load() }
+
+// HostAmbiguous counts the servers' requests to a host (sampling,
+// elicitation, roots) refused because calls of several host sessions could
+// have caused them (docs/design.md §19).
+func (s *Server) HostAmbiguous() uint64 { return s.host.ambiguous.Load() }
