@@ -55,6 +55,9 @@ type Server struct {
 		// subscriptions.
 		levels map[*mcp.ServerSession]mcp.LoggingLevel
 		subs   map[string]*subscription
+		// subscribed is each URI's subscribed sessions, as the
+		// subscriptions have them (sessions.go: member).
+		subscribed map[string]map[*mcp.ServerSession]bool
 		// sessions are the host sessions seen (see watch), roots their
 		// roots refreshes.
 		sessions map[*mcp.ServerSession]bool
@@ -93,6 +96,7 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.mu.cfg = cfg
 	s.mu.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
 	s.mu.subs = map[string]*subscription{}
+	s.mu.subscribed = map[string]map[*mcp.ServerSession]bool{}
 	s.mu.sessions = map[*mcp.ServerSession]bool{}
 	s.mu.roots = map[*mcp.ServerSession]*rootsState{}
 	s.health.Expect(serverNames(cfg))
