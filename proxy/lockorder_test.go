@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,4 +97,94 @@ func slicesOf[T any](seq func(func(T) bool)) []T {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TestLockOrderPairsConcurrently (docs/design.md §19, "Lock order"): the
+// public operations that take each nesting pair run at once from several
+// goroutines, under -race: host sessions that set their level, subscribe
+// and leave two URIs (a URI's turn, then Server.mu), call a tool that logs
+// (outboxes.mu, then a session's outbox.mu; hostLink.mu, bridges.mu) and a
+// tool that samples (the supervisor's callsMu for the calls in flight),
+// and close (forget: Server.mu alone; the outbox dropped); beside them
+// Reload (reloadMu, then Server.mu, Pool.mu, each Supervisor's mu) and the
+// readiness report (Pool.mu, Supervisor.mu, Health.mu). Everything must
+// end within the test's deadline: a cycle hangs it.
+func TestLockOrderPairsConcurrently(t *testing.T) {
+	r := newRig(t, Options{}, "a")
+	r.downstream = legacyVersion
+	hs := r.serveHTTP()
+	r.waitApplied()
+	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": "mem-a"}},
+		"reconnect": map[string]any{"initialDelayMs": 10, "maxDelayMs": 50, "maxAttempts": 3}})
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	const hosts, rounds = 4, 6
+	errs := make(chan error, hosts*rounds+2*rounds)
+	var wg sync.WaitGroup
+	for h := range hosts {
+		wg.Go(func() {
+			for i := range rounds {
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "0"}, samplingHost("h")).
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", MaxRetries: -1},
+						&mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+				if err != nil {
+					errs <- err
+					return
+				}
+				uris := []string{"mem://a/doc", "mem://a/items/" + strconv.Itoa((h+i)%2)}
+				steps := []func() error{
+					func() error {
+						return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: []mcp.LoggingLevel{"debug", "info"}[i%2]})
+					},
+					func() error { return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uris[0]}) },
+					func() error { return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uris[1]}) },
+					func() error {
+						_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__flood", Arguments: map[string]any{"n": 3}})
+						return err
+					},
+					func() error {
+						_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__sample"})
+						return err
+					},
+					func() error { return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uris[i%2]}) },
+				}
+				for _, step := range steps {
+					if err := step(); err != nil {
+						errs <- err
+						break
+					}
+				}
+				_ = cs.Close() // forget, with one subscription or two left
+			}
+		})
+	}
+	wg.Go(func() {
+		for range rounds {
+			if err := r.srv.Reload(ctx, cfg); err != nil {
+				errs <- err
+			}
+		}
+	})
+	wg.Go(func() {
+		for range rounds * 4 {
+			pool, _ := r.srv.Pool()
+			_ = r.srv.Health().Readiness(pool)
+		}
+	})
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the concurrent operations did not end: a lock cycle?")
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitFor(t, "every session forgotten", func() bool {
+		r.srv.mu.Lock()
+		defer r.srv.mu.Unlock()
+		return len(r.srv.mu.subscribed) == 0 && len(r.srv.mu.levels) == 0
+	})
 }
