@@ -156,10 +156,11 @@ func declares(ss *mcp.ServerSession, a hostAsk) bool {
 //     of sessions: the request's context names the one carried call in
 //     flight (a 2026-07-28 server's input request comes on its call's
 //     own context), else CallsInFlight lists several. A call that
-//     finished, a session that closed and a session that did not declare
-//     the capability are never chosen. Several calls of one session: it
-//     takes the request (a bridge: the oldest). Calls of several sessions
-//     that could all answer: the server gets errManyCarriers, counted.
+//     finished and a session that closed count for nothing. Several
+//     calls of one session: it takes the request (a bridge: the oldest),
+//     unless it did not declare the capability (the server gets
+//     errCarrierCannot; no other session is asked). Calls of several
+//     sessions: the server gets errManyCarriers, counted.
 //   - With no carried call in flight (roots after a restart, say), the
 //     only live legacy session that declared the capability takes it;
 //     otherwise the server gets errNoCarrier.
@@ -192,8 +193,6 @@ func (h *hostLink) route(ctx context.Context, a hostAsk) (via, error) {
 			reason = errCarrierClosed
 		case v.ended():
 			reason = errCarrierEnded
-		case !declares(ss, a):
-			reason = fmt.Errorf("%w: %s", errCarrierCannot, a)
 		default:
 			hosts[ss] = true
 			if pick.host() == nil || (v.bridge != nil && pick.bridge != nil && v.bridge.seq < pick.bridge.seq) {
@@ -203,8 +202,13 @@ func (h *hostLink) route(ctx context.Context, a hostAsk) (via, error) {
 	}
 	switch {
 	case len(hosts) > 1:
+		// A session that could not answer still makes it a tie: the
+		// request may be its call's, and another host must not be asked
+		// in its place.
 		h.ambiguous.Add(1)
 		return via{}, errManyCarriers
+	case len(hosts) == 1 && !declares(pick.host(), a):
+		return via{}, fmt.Errorf("%w: %s", errCarrierCannot, a)
 	case len(hosts) == 1:
 		return pick, nil
 	case reason != nil:

@@ -129,3 +129,27 @@ func TestServerRequestNeverToASessionThatCannotAnswer(t *testing.T) {
 	default:
 	}
 }
+
+// TestServerRequestTieWithASessionThatCannotAnswer: another session's
+// call in flight still makes it a tie when that session declared no
+// sampling (the request may be its call's): the caller is not asked in
+// its place.
+func TestServerRequestTieWithASessionThatCannotAnswer(t *testing.T) {
+	r := newRig(t, Options{}, "a")
+	r.downstream = legacyVersion
+	cs := r.host(legacyVersion, samplingHost("the caller")) // the first host: the servers are told sampling
+	other := r.host(legacyVersion, nil)
+	r.waitApplied()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, _ = other.CallTool(ctx, &mcp.CallToolParams{Name: "a__hang", Arguments: map[string]any{"text": "x"}})
+	})
+	waitFor(t, "the other session's call in flight", func() bool { return r.srv.calls.count() == 1 })
+	if got, isErr := call(t, cs, "a__sample", nil); !isErr || !strings.Contains(got, "ambiguous") {
+		t.Errorf("sample beside a call of a session without sampling: %q (tool error %v), want ambiguous", got, isErr)
+	}
+	cancel()
+	wg.Wait()
+}
