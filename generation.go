@@ -98,10 +98,11 @@ type generation struct {
 	// every listed one when the generation ends.
 	inflight callList
 	free     []*callCtx
-	// calls holds the cancel funcs of in-flight requests over a transport
-	// whose contexts are not reused, when their callers can cancel too;
-	// endCalls cancels them all as well.
-	calls      map[uint64]context.CancelFunc
+	// calls holds the in-flight requests over a transport whose contexts
+	// are not reused, when their callers can cancel too (their callers'
+	// contexts for a server's request, related.go); endCalls cancels them
+	// all as well.
+	calls      map[uint64]openCall
 	callSeq    uint64
 	callsEnded bool
 	// progress maps the tokens of in-flight requests to their handlers.
@@ -183,7 +184,7 @@ func (g *generation) begin(ctx context.Context) (sc callScope, ok bool) {
 			return callScope{ctx: c, cancel: cancel}, true
 		}
 		c, cancel := context.WithCancel(ctx)
-		id, ok := g.addCall(cancel)
+		id, ok := g.addCall(ctx, cancel)
 		if !ok {
 			cancel()
 			return sc, false
@@ -505,17 +506,24 @@ func (g *generation) delivered(e *progressEntry, p *mcp.ProgressNotificationPara
 	}
 }
 
-func (g *generation) addCall(cancel context.CancelFunc) (uint64, bool) {
+// openCall is an in-flight request of the non-reuse path: its caller's
+// context and the cancel of the context derived from it.
+type openCall struct {
+	caller context.Context
+	cancel context.CancelFunc
+}
+
+func (g *generation) addCall(caller context.Context, cancel context.CancelFunc) (uint64, bool) {
 	g.callsMu.Lock()
 	defer g.callsMu.Unlock()
 	if g.callsEnded {
 		return 0, false
 	}
 	if g.calls == nil {
-		g.calls = make(map[uint64]context.CancelFunc)
+		g.calls = make(map[uint64]openCall)
 	}
 	g.callSeq++
-	g.calls[g.callSeq] = cancel
+	g.calls[g.callSeq] = openCall{caller: caller, cancel: cancel}
 	return g.callSeq, true
 }
 
@@ -538,8 +546,8 @@ func (g *generation) endCalls() {
 		c.unhook()
 	}
 	g.free = nil
-	for _, cancel := range g.calls {
-		cancel()
+	for _, c := range g.calls {
+		c.cancel()
 	}
 }
 

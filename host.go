@@ -17,6 +17,12 @@ import (
 // that capability, and the server is never told of it (no sampling
 // handler, no sampling capability).
 //
+// A request handler's context also sees the calls in flight over the
+// server's connection when the request arrived: its Value(key) falls back
+// to the one call whose context has a value for key, and CallsInFlight
+// lists them all (related.go), so a host serving several callers routes
+// the request to the one that caused it.
+//
 // Handlers are called on the SDK's goroutines of the generation that
 // received the request or notification, and only while that generation is
 // the supervisor's current one: a request of a generation that ended is
@@ -87,19 +93,21 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 	}
 	if h.CreateMessage != nil {
 		opts.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return hostRequest(s, g, func() (*mcp.CreateMessageResult, error) { return h.CreateMessage(ctx, s.opts.Name, req.Params) })
+			return hostRequest(s, g, func() (*mcp.CreateMessageResult, error) {
+				return h.CreateMessage(g.related(ctx), s.opts.Name, req.Params)
+			})
 		}
 	}
 	if h.CreateMessageWithTools != nil {
 		opts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 			return hostRequest(s, g, func() (*mcp.CreateMessageWithToolsResult, error) {
-				return h.CreateMessageWithTools(ctx, s.opts.Name, req.Params)
+				return h.CreateMessageWithTools(g.related(ctx), s.opts.Name, req.Params)
 			})
 		}
 	}
 	if h.Elicit != nil {
 		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return hostRequest(s, g, func() (*mcp.ElicitResult, error) { return h.Elicit(ctx, s.opts.Name, req.Params) })
+			return hostRequest(s, g, func() (*mcp.ElicitResult, error) { return h.Elicit(g.related(ctx), s.opts.Name, req.Params) })
 		}
 	}
 	if h.LoggingMessage != nil {
@@ -122,7 +130,7 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 				if method != "roots/list" {
 					return next(ctx, method, req)
 				}
-				res, err := hostRequest(s, g, func() (*mcp.ListRootsResult, error) { return h.ListRoots(ctx, s.opts.Name) })
+				res, err := hostRequest(s, g, func() (*mcp.ListRootsResult, error) { return h.ListRoots(g.related(ctx), s.opts.Name) })
 				if err != nil {
 					return nil, err // not a typed nil in the interface
 				}
@@ -141,7 +149,7 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 				if method != "elicitation/create" || !ok || er.Params == nil {
 					return next(ctx, method, req)
 				}
-				res, err := hostRequest(s, g, func() (*mcp.ElicitResult, error) { return h.Elicit(ctx, s.opts.Name, er.Params) })
+				res, err := hostRequest(s, g, func() (*mcp.ElicitResult, error) { return h.Elicit(g.related(ctx), s.opts.Name, er.Params) })
 				if err != nil {
 					return nil, err
 				}

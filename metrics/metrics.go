@@ -171,6 +171,15 @@ func (o *Registry) CountDropped(fn func() uint64) {
 	}, func() float64 { return float64(fn()) }))
 }
 
+// CountAmbiguous exports fn (proxy.Server.HostAmbiguous) as
+// mcpkeep_host_requests_ambiguous_total.
+func (o *Registry) CountAmbiguous(fn func() uint64) {
+	o.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mcpkeep_host_requests_ambiguous_total",
+		Help: "Server requests to a host (sampling, elicitation, roots) refused because calls of several host sessions could have caused them.",
+	}, func() float64 { return float64(fn()) }))
+}
+
 // Handler serves the metrics in Prometheus text format. pool returns the
 // pool, or nil before the servers started.
 func (o *Registry) Handler(pool func() *mcpkeep.Pool) http.Handler {

@@ -394,7 +394,6 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	pool := u.pool()
 	relay := u.host.progressTo(ctx, fr.ss, fr.token)
 	if !fr.modern {
-		defer u.host.carry(fr.server, fr.ss)()
 		// Counted in flight for Shutdown; ctx already ends with the
 		// proxy's (the connection's is derived from it), so no context
 		// of track's is needed.
@@ -481,7 +480,9 @@ func (c *fastConn) handOff(fr fastReq, out outcome) {
 		c.write(&jsonrpc.Response{ID: fr.req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: perr.Error()}})
 		return
 	}
-	c.s.up.handoffs.put(k, handoff{res: res, err: err, conn: c})
+	if !c.s.up.handoffs.put(k, handoff{res: res, err: err, conn: c}) {
+		return // the host is gone: nobody would read it
+	}
 	c.s.fast.handedBack.Add(1)
 	c.handBack(&jsonrpc.Request{ID: fr.req.ID, Method: fr.req.Method, Params: params})
 }
@@ -527,13 +528,22 @@ type handoff struct {
 	conn *fastConn // whose close drops it, if the SDK never read it
 }
 
-func (h *handoffs) put(k string, v handoff) {
+// put records v, unless its connection closed: a call that outlived its
+// host (cancelled by the close) ends after Close dropped the connection's
+// hand-offs, and its entry would stay for good. Close cancels the
+// connection before dropAll takes mu, so under mu either the close is
+// seen here or dropAll comes after and drops v.
+func (h *handoffs) put(k string, v handoff) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if v.conn.ctx.Err() != nil {
+		return false
+	}
 	if h.m == nil {
 		h.m = map[string]handoff{}
 	}
 	h.m[k] = v
+	return true
 }
 
 // dropAll forgets the hand-backs of a connection that closed.

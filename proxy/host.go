@@ -1,14 +1,13 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -20,29 +19,32 @@ import (
 // sampling, elicitation and roots, since any session may answer), and the
 // carrying of each server's requests to a host.
 //
-// A server's request goes to the host session whose request to that
-// server is in flight, when exactly one is; with none in flight, to the
-// only session if there is one. A session on a protocol before 2026-07-28
-// gets it as a request of the proxy's own (ServerSession.CreateMessage,
-// Elicit, ListRoots). A session on 2026-07-28 cannot be asked outside a
-// request: it gets it as a multi-round-trip input request of its tools/call
-// in flight (see bridges). Otherwise the server gets an error saying why.
+// A server's request goes to the host that caused it (docs/design.md §19):
+// each host call relayed to a server carries its host session (a legacy
+// session and its request's context, or a 2026-07-28 session's bridge) in
+// its context, and the supervisor hands the host handlers a context that
+// sees the calls in flight when the server's request arrived
+// (mcpkeep.CallsInFlight). A legacy session gets it as a request of the
+// proxy's own (ServerSession.CreateMessage, Elicit, ListRoots) made on its
+// call's context, so over Streamable HTTP it goes out on that call's own
+// stream; a 2026-07-28 session gets it as a multi-round-trip input request
+// of its tools/call in flight (see bridges). See route for the rest.
 type hostLink struct {
 	log *slog.Logger
 	srv *mcp.Server
 
-	mu       sync.Mutex
-	caps     *mcp.ClientCapabilities
-	modern   bool                  // the stdio host speaks 2026-07-28
-	inflight map[string][]*carrier // server → legacy sessions' requests in flight
+	mu     sync.Mutex
+	caps   *mcp.ClientCapabilities
+	modern bool // the stdio host speaks 2026-07-28
+
+	// ambiguous counts the server requests refused because calls of
+	// several host sessions could have caused them (errManyCarriers).
+	ambiguous atomic.Uint64
 
 	bridges  bridges
 	outboxes outboxes
 	updates  updates
 }
-
-// carrier is a legacy session's request to a server, in flight.
-type carrier struct{ session *mcp.ServerSession }
 
 // learn records the host's capabilities at its initialize (or first
 // request on 2026-07-28).
@@ -74,89 +76,156 @@ func isModern(ss *mcp.ServerSession) bool {
 	return p != nil && p.ProtocolVersion >= "2026-07-28"
 }
 
-// carry registers a legacy session's request to server for its duration.
-func (h *hostLink) carry(server string, ss *mcp.ServerSession) (done func()) {
-	if ss == nil || isModern(ss) {
-		return func() {}
-	}
-	c := &carrier{session: ss}
-	h.mu.Lock()
-	if h.inflight == nil {
-		h.inflight = map[string][]*carrier{}
-	}
-	h.inflight[server] = append(h.inflight[server], c)
-	h.mu.Unlock()
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		list := h.inflight[server]
-		for i, x := range list {
-			if x == c {
-				h.inflight[server] = append(list[:i:i], list[i+1:]...)
-				break
-			}
-		}
-		if len(h.inflight[server]) == 0 {
-			delete(h.inflight, server)
-		}
-	}
-}
-
 // carrierKey marks the context of a host's request relayed to a server:
-// a server request made inside it (a 2026-07-28 server's input request,
-// which the supervisor fulfils on the call's context) goes back to that
-// host, whatever else is in flight (docs/design.md §19).
+// a server request made while it is in flight goes back to that host
+// (docs/design.md §19).
 type carrierKey struct{}
 
-// via is what carrierKey holds: a legacy session, or a bridge.
+// via is what carrierKey holds: a legacy session with its request's
+// context (whose stream carries what is sent on it), or a bridge.
 type via struct {
 	session *mcp.ServerSession
+	ctx     context.Context
 	bridge  *bridge
 }
 
-// withCarrier marks ctx as carried by v.
+// withCarrier marks ctx as carried by v; a legacy session's request is
+// ctx itself.
 func withCarrier(ctx context.Context, v via) context.Context {
+	if v.session != nil && v.ctx == nil {
+		v.ctx = ctx
+	}
 	return context.WithValue(ctx, carrierKey{}, v)
 }
 
-// route picks where a request of server goes: a legacy session (ss), or a
-// 2026-07-28 session's bridge (b), or neither (errNoCarrier). The request's
-// own context names its host when the request came inside a host's call;
-// otherwise the host sessions with a request to server in flight decide:
-// one session (however many of its requests are in flight) takes it.
-func (h *hostLink) route(ctx context.Context, server string) (ss *mcp.ServerSession, b *bridge, err error) {
-	if v, ok := ctx.Value(carrierKey{}).(via); ok {
-		return v.session, v.bridge, nil
+// host is the host session behind v, nil when a bridge has no round yet.
+func (v via) host() *mcp.ServerSession {
+	if v.bridge != nil {
+		return v.bridge.host()
 	}
-	// A session that ended (its host went away mid-call, its handler
-	// not yet returned) carries nothing and makes nothing ambiguous.
+	return v.session
+}
+
+// ended reports whether v's call finished (or its host cancelled it).
+func (v via) ended() bool {
+	if v.bridge != nil {
+		select {
+		case <-v.bridge.closed:
+			return true
+		default:
+			return v.bridge.ctx.Err() != nil
+		}
+	}
+	return v.ctx == nil || v.ctx.Err() != nil
+}
+
+// A hostAsk is the capability a server's request needs of the host.
+type hostAsk int
+
+const (
+	askSampling hostAsk = iota
+	askElicitation
+	askRoots
+)
+
+func (a hostAsk) String() string {
+	return [...]string{"sampling", "elicitation", "roots"}[a]
+}
+
+// declares reports whether ss declared what a asks for at its initialize.
+func declares(ss *mcp.ServerSession, a hostAsk) bool {
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil {
+		return false
+	}
+	c := p.Capabilities
+	switch a {
+	case askSampling:
+		return c.Sampling != nil
+	case askElicitation:
+		return c.Elicitation != nil
+	}
+	return c.RootsV2 != nil || c.Roots.ListChanged
+}
+
+// route picks where a request of server goes: a legacy session with the
+// context to send it on (v.session, v.ctx), or a 2026-07-28 session's
+// bridge (v.bridge).
+//
+//   - The calls in flight when the request arrived decide, never a count
+//     of sessions: the request's context names the one carried call in
+//     flight (a 2026-07-28 server's input request comes on its call's
+//     own context), else CallsInFlight lists several. A call that
+//     finished and a session that closed count for nothing. Several
+//     calls of one session: it takes the request (a bridge: the oldest),
+//     unless it did not declare the capability (the server gets
+//     errCarrierCannot; no other session is asked). Calls of several
+//     sessions: the server gets errManyCarriers, counted.
+//   - With no carried call in flight (roots after a restart, say), the
+//     only live legacy session that declared the capability takes it;
+//     otherwise the server gets errNoCarrier.
+func (h *hostLink) route(ctx context.Context, a hostAsk) (via, error) {
+	var cands []via
+	if v, ok := ctx.Value(carrierKey{}).(via); ok {
+		cands = append(cands, v)
+	} else {
+		for _, call := range mcpkeep.CallsInFlight(ctx) {
+			if v, ok := call.Value(carrierKey{}).(via); ok {
+				cands = append(cands, v)
+			}
+		}
+	}
+	// A session that ended (its host went away mid-call, its handler not
+	// yet returned) carries nothing and makes nothing ambiguous.
 	live := map[*mcp.ServerSession]bool{}
 	for ss := range h.srv.Sessions() {
 		live[ss] = true
 	}
-	h.mu.Lock()
-	legacy := slices.DeleteFunc(slices.Clone(h.inflight[server]), func(c *carrier) bool { return !live[c.session] })
-	h.mu.Unlock()
-	bridged := slices.DeleteFunc(h.bridges.of(server), func(b *bridge) bool { return !live[b.host()] })
-	sessions := map[*mcp.ServerSession]bool{}
-	for _, c := range legacy {
-		sessions[c.session] = true
-	}
-	for _, br := range bridged {
-		sessions[br.host()] = true
+	var (
+		pick   via
+		hosts  = map[*mcp.ServerSession]bool{}
+		reason error
+	)
+	for _, v := range cands {
+		ss := v.host()
+		switch {
+		case ss == nil || !live[ss]:
+			reason = errCarrierClosed
+		case v.ended():
+			reason = errCarrierEnded
+		default:
+			hosts[ss] = true
+			if pick.host() == nil || (v.bridge != nil && pick.bridge != nil && v.bridge.seq < pick.bridge.seq) {
+				pick = v
+			}
+		}
 	}
 	switch {
-	case len(sessions) > 1:
-		return nil, nil, errManyCarriers
-	case len(legacy) > 0:
-		return legacy[0].session, nil, nil
-	case len(bridged) > 0:
-		return nil, slices.MinFunc(bridged, func(x, y *bridge) int { return cmp.Compare(x.seq, y.seq) }), nil
+	case len(hosts) > 1:
+		// A session that could not answer still makes it a tie: the
+		// request may be its call's, and another host must not be asked
+		// in its place.
+		h.ambiguous.Add(1)
+		return via{}, errManyCarriers
+	case len(hosts) == 1 && !declares(pick.host(), a):
+		return via{}, fmt.Errorf("%w: %s", errCarrierCannot, a)
+	case len(hosts) == 1:
+		return pick, nil
+	case reason != nil:
+		return via{}, reason
 	}
-	if all := slices.Collect(h.srv.Sessions()); len(all) == 1 && !isModern(all[0]) {
-		return all[0], nil, nil
+	var only *mcp.ServerSession
+	n := 0
+	for ss := range live {
+		if !isModern(ss) && declares(ss, a) {
+			only = ss
+			n++
+		}
 	}
-	return nil, nil, errNoCarrier
+	if n == 1 {
+		return via{session: only}, nil
+	}
+	return via{}, errNoCarrier
 }
 
 // handlers are the HostHandlers every supervisor gets: one per capability
@@ -185,19 +254,45 @@ func (h *hostLink) handlers(relay *logRelay) mcpkeep.HostHandlers {
 }
 
 var (
-	errNoCarrier    = errors.New("mcpkeep: no host request to this server is in flight that could carry the server's request (a host on protocol 2026-07-28 takes one only inside its own tools/call)")
-	errManyCarriers = errors.New("mcpkeep: requests of several host sessions to this server are in flight: which host should answer is ambiguous")
+	errNoCarrier     = errors.New("mcpkeep: no host request to this server is in flight that could carry the server's request, and no one host session could take it (a host on protocol 2026-07-28 takes one only inside its own tools/call)")
+	errManyCarriers  = errors.New("mcpkeep: calls of several host sessions to this server were in flight when it asked: which host should answer is ambiguous (over stdio a server's request does not say which call it belongs to)")
+	errCarrierClosed = errors.New("mcpkeep: the host session whose call caused this request has closed")
+	errCarrierEnded  = errors.New("mcpkeep: the host's call that caused this request has finished")
+	errCarrierCannot = errors.New("mcpkeep: the host session whose call caused this request did not declare the capability")
 )
 
+// send is the context to send a server's request to v's session on: the
+// values of the session's own request (over Streamable HTTP its stream
+// carries the server's request, §16), ended when either the server's
+// request or the session's request ends.
+func (v via) send(ctx context.Context) (context.Context, context.CancelFunc) {
+	if v.ctx == nil {
+		return ctx, func() {}
+	}
+	c, cancel := context.WithCancel(valuesOf{Context: ctx, values: v.ctx})
+	stop := context.AfterFunc(v.ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+// valuesOf is a context's lifetime with another's values.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesOf) Value(key any) any { return c.values.Value(key) }
+
 func (h *hostLink) createMessage(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	ss, b, err := h.route(ctx, server)
+	v, err := h.route(ctx, askSampling)
 	if err != nil {
 		return nil, err
 	}
-	if b == nil {
-		return ss.CreateMessage(ctx, p)
+	if v.bridge == nil {
+		ctx, cancel := v.send(ctx)
+		defer cancel()
+		return v.session.CreateMessage(ctx, p)
 	}
-	res, err := h.bridges.ask(ctx, b, p)
+	res, err := h.bridges.ask(ctx, v.bridge, p)
 	if err != nil {
 		return nil, err
 	}
@@ -215,14 +310,16 @@ func (h *hostLink) createMessage(ctx context.Context, server string, p *mcp.Crea
 }
 
 func (h *hostLink) elicit(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ss, b, err := h.route(ctx, server)
+	v, err := h.route(ctx, askElicitation)
 	if err != nil {
 		return nil, err
 	}
-	if b == nil {
-		return ss.Elicit(ctx, p)
+	if v.bridge == nil {
+		ctx, cancel := v.send(ctx)
+		defer cancel()
+		return v.session.Elicit(ctx, p)
 	}
-	res, err := h.bridges.ask(ctx, b, p)
+	res, err := h.bridges.ask(ctx, v.bridge, p)
 	if err != nil {
 		return nil, err
 	}
@@ -233,14 +330,16 @@ func (h *hostLink) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 }
 
 func (h *hostLink) listRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
-	ss, b, err := h.route(ctx, server)
+	v, err := h.route(ctx, askRoots)
 	if err != nil {
 		return nil, err
 	}
-	if b == nil {
-		return ss.ListRoots(ctx, &mcp.ListRootsParams{})
+	if v.bridge == nil {
+		ctx, cancel := v.send(ctx)
+		defer cancel()
+		return v.session.ListRoots(ctx, &mcp.ListRootsParams{})
 	}
-	res, err := h.bridges.ask(ctx, b, &mcp.ListRootsParams{})
+	res, err := h.bridges.ask(ctx, v.bridge, &mcp.ListRootsParams{})
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", bearer(o.Token, cop.Handler(boundWrites(h, hostWriteBound))))
 	if o.Metrics != nil {
-		mux.Handle("/metrics", bearer(o.Token, o.Metrics))
+		mux.Handle("/metrics", rebindGuard(bearer(o.Token, o.Metrics)))
 	}
 	mux.Handle("/", s.health.Handler(s.getPool, o.Token))
 	return mux, nil
@@ -81,11 +81,13 @@ func carriesToken(r *http.Request, token string) bool {
 }
 
 // OpsHandler serves /healthz and /readyz alone (for a listener without
-// MCP, such as --metrics-listen); metrics, when given, at /metrics.
+// MCP, such as --metrics-listen); metrics, when given, at /metrics. Like
+// the probes, /metrics on a loopback listener refuses a Host that is not
+// loopback (DNS rebinding, docs/design.md §19).
 func (s *Server) OpsHandler(metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	if metrics != nil {
-		mux.Handle("/metrics", metrics)
+		mux.Handle("/metrics", rebindGuard(metrics))
 	}
 	mux.Handle("/", s.health.Handler(s.getPool, ""))
 	return mux

@@ -55,6 +55,9 @@ type Server struct {
 		// subscriptions.
 		levels map[*mcp.ServerSession]mcp.LoggingLevel
 		subs   map[string]*subscription
+		// subscribed is each URI's subscribed sessions, as the
+		// subscriptions have them (sessions.go: member).
+		subscribed map[string]map[*mcp.ServerSession]bool
 		// sessions are the host sessions seen (see watch), roots their
 		// roots refreshes.
 		sessions map[*mcp.ServerSession]bool
@@ -93,6 +96,7 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.mu.cfg = cfg
 	s.mu.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
 	s.mu.subs = map[string]*subscription{}
+	s.mu.subscribed = map[string]map[*mcp.ServerSession]bool{}
 	s.mu.sessions = map[*mcp.ServerSession]bool{}
 	s.mu.roots = map[*mcp.ServerSession]*rootsState{}
 	s.health.Expect(serverNames(cfg))
@@ -264,3 +268,8 @@ func serverNames(cfg *config.Config) []string {
 // HostDropped counts the log and progress messages dropped because a host
 // session's outbox was full (a host that does not read).
 func (s *Server) HostDropped() uint64 { return s.host.outboxes.dropped.Load() }
+
+// HostAmbiguous counts the servers' requests to a host (sampling,
+// elicitation, roots) refused because calls of several host sessions could
+// have caused them (docs/design.md §19).
+func (s *Server) HostAmbiguous() uint64 { return s.host.ambiguous.Load() }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -17,36 +16,72 @@ import (
 // session ends (DELETE, idle timeout, transport error, stdin EOF) its part
 // is dropped and the rest recomputed (docs/design.md §19).
 
-// subscription is one URI's subscribers. Its mutex is held across the
+// subscription is one URI's subscribers. Its turn is held across the
 // servers' subscribe and unsubscribe, so the first subscriber's
 // subscription is made before a second is counted, and a failed one
-// removes nobody else's; another URI is not held up.
+// removes nobody else's; another URI is not held up. The turn is not a
+// mutex: it is waited for with the request's context, and it may be held
+// when Server.mu is taken, never the other way round (docs/design.md §19,
+// "Lock order").
 type subscription struct {
-	mu       sync.Mutex
-	sessions map[*mcp.ServerSession]bool
-	refs     int // holders of this entry (under Server.mu)
+	turn     chan struct{}               // one subscribe or leave of this URI at a time
+	sessions map[*mcp.ServerSession]bool // under turn
+	refs     int                         // holders of this entry (under Server.mu)
 }
 
-// sub returns uri's entry, held; release it with unsub.
+// take waits for st's turn, or for ctx to end.
+func (st *subscription) take(ctx context.Context) error {
+	select {
+	case st.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (st *subscription) give() { <-st.turn }
+
+// sub returns uri's entry, counted as held; release it with unsub.
 func (s *Server) sub(uri string) *subscription {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.mu.subs[uri]
 	if st == nil {
-		st = &subscription{sessions: map[*mcp.ServerSession]bool{}}
+		st = &subscription{turn: make(chan struct{}, 1), sessions: map[*mcp.ServerSession]bool{}}
 		s.mu.subs[uri] = st
 	}
 	st.refs++
 	return st
 }
 
-// unsub releases uri's entry, forgetting it when nobody holds or uses it.
+// unsub releases uri's entry, forgetting it when nobody holds it or is
+// subscribed through it.
 func (s *Server) unsub(uri string, st *subscription) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.refs--
-	if st.refs == 0 && len(st.sessions) == 0 && s.mu.subs[uri] == st {
+	if st.refs == 0 && len(s.mu.subscribed[uri]) == 0 && s.mu.subs[uri] == st {
 		delete(s.mu.subs, uri)
+	}
+}
+
+// member records (in) or drops ss as a subscriber of uri in the index
+// forget reads, Server.mu's copy of every subscription's sessions. Called
+// with uri's turn held.
+func (s *Server) member(uri string, ss *mcp.ServerSession, in bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.mu.subscribed[uri]
+	switch {
+	case in && m == nil:
+		s.mu.subscribed[uri] = map[*mcp.ServerSession]bool{ss: true}
+	case in:
+		m[ss] = true
+	default:
+		delete(m, ss)
+		if len(m) == 0 {
+			delete(s.mu.subscribed, uri)
+		}
 	}
 }
 
@@ -55,8 +90,10 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	uri := req.Params.URI
 	st := s.sub(uri)
 	defer s.unsub(uri, st)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.take(ctx); err != nil {
+		return err
+	}
+	defer st.give()
 	if len(st.sessions) == 0 {
 		ctx, done := s.track(ctx)
 		defer done()
@@ -68,6 +105,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		}
 	}
 	st.sessions[req.Session] = true
+	s.member(uri, req.Session, true)
 	return nil
 }
 
@@ -80,12 +118,15 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 func (s *Server) leave(ctx context.Context, uri string, ss *mcp.ServerSession) error {
 	st := s.sub(uri)
 	defer s.unsub(uri, st)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.take(ctx); err != nil {
+		return err
+	}
+	defer st.give()
 	if !st.sessions[ss] {
 		return nil
 	}
 	delete(st.sessions, ss)
+	s.member(uri, ss, false)
 	if len(st.sessions) > 0 {
 		return nil
 	}
@@ -155,13 +196,14 @@ func (s *Server) forget(ss *mcp.ServerSession) {
 	_, hadLevel := s.mu.levels[ss]
 	delete(s.mu.levels, ss)
 	most := s.mostVerboseLocked()
+	// The index, not the subscriptions themselves: their turns may be
+	// held across a server's subscribe, and none is waited for here
+	// under Server.mu (the lock order, docs/design.md §19).
 	var uris []string
-	for uri, st := range s.mu.subs {
-		st.mu.Lock()
-		if st.sessions[ss] {
+	for uri, m := range s.mu.subscribed {
+		if m[ss] {
 			uris = append(uris, uri)
 		}
-		st.mu.Unlock()
 	}
 	delete(s.mu.roots, ss)
 	s.mu.Unlock()

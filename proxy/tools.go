@@ -193,7 +193,6 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		pool := u.pool()
 		server := u.serverOf(public)
 		if !isModern(req.Session) {
-			defer u.host.carry(server, req.Session)()
 			ctx, done := u.track(withCarrier(ctx, via{session: req.Session}))
 			defer done()
 			start := time.Now()

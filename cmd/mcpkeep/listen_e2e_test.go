@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,13 @@ func startListen(t *testing.T, cfg map[string]any, env []string, extra ...string
 		t.Fatal(err)
 	}
 	args := append([]string{"proxy", "--config", path, "--log-format", "json", "--log-level", "debug", "--listen", "127.0.0.1:0"}, extra...)
+	if !slices.Contains(extra, "--cache-dir") && !slices.Contains(extra, "--no-cache") {
+		// Each run its own catalog cache, as startProxy: with the test
+		// binary's shared one a rerun (-count) or another test with the
+		// same server config starts listed from the cache, and Start then
+		// does not wait for the server's connect (docs/design.md §20).
+		args = append(args, "--cache-dir", t.TempDir())
+	}
 	cmd := cliCommand(t, args...)
 	cmd.Env = append(cmd.Env, env...)
 	r := &listenRun{t: t, stderr: newNotifyingBuffer(), done: make(chan error, 1)}

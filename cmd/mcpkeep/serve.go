@@ -90,6 +90,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	opts.Pool.Cache = sv.cache
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
+	m.CountAmbiguous(srv.HostAmbiguous)
 	poolOf := func() *mcpkeep.Pool { p, _ := srv.Pool(); return p }
 
 	ctx, cancel := context.WithCancel(context.Background())

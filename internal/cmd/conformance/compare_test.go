@@ -148,3 +148,34 @@ func TestListeningURL(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeRepetitions: a scenario that fails in any repetition fails the
+// column, its failures marked with the repetition; one missing from a
+// repetition failed in it; one that passes in all passes.
+func TestMergeRepetitions(t *testing.T) {
+	pass := outcome{Passed: 2}
+	fail := outcome{Passed: 1, Failed: 1, Failures: []string{"x: Server did not request elicitation from client"}}
+	got := merge([]map[string]outcome{
+		{"ping": pass, "tools-call-elicitation": pass, "tools-call-sampling": pass},
+		{"ping": pass, "tools-call-elicitation": fail},
+		{"ping": pass, "tools-call-elicitation": pass, "tools-call-sampling": pass},
+	})
+	if !got["ping"].ok() {
+		t.Errorf("ping passed every time: %#v", got["ping"])
+	}
+	if o := got["tools-call-elicitation"]; o.ok() || !reflect.DeepEqual(o.Failures,
+		[]string{"repetition 2 of 3: x: Server did not request elicitation from client"}) {
+		t.Errorf("tools-call-elicitation failed in repetition 2: %#v", o)
+	}
+	if o := got["tools-call-sampling"]; o.ok() || !reflect.DeepEqual(o.Failures, []string{"repetition 2 of 3: no result"}) {
+		t.Errorf("tools-call-sampling had no result in repetition 2: %#v", o)
+	}
+	cols := []column{{Name: "direct", Results: map[string]outcome{"ping": pass, "tools-call-elicitation": pass, "tools-call-sampling": pass}},
+		{Name: "run --url", Results: got}}
+	if regs := compare(cols); len(regs) != 2 {
+		t.Errorf("compare found %d regressions, want 2: %v", len(regs), regs)
+	}
+	if one := merge([]map[string]outcome{{"ping": fail}}); !reflect.DeepEqual(one["ping"].Failures, fail.Failures) {
+		t.Errorf("one repetition: failures %q, want them unmarked", one["ping"].Failures)
+	}
+}

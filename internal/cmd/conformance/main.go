@@ -59,15 +59,20 @@ func main() {
 	readme := flag.String("readme", "", "write the tables between the conformance markers of this file")
 	keep := flag.Bool("keep", false, "keep the work directory (builds, logs, results)")
 	eras := flag.Bool("eras", os.Getenv("MCPKEEP_CONFORMANCE_ERAS") == "1", "with the 0.2.x suite: both requirement sets over both eras' columns (eras.go; make conformance-2026 sets it by MCPKEEP_CONFORMANCE_ERAS=1)")
+	repeat := flag.Int("repeat", 1, "run the server scenarios this many times through each mcpkeep target; a scenario failing in any repetition fails")
 	flag.Parse()
 	erasMode = *eras
 	if *suite == "" {
 		fmt.Fprintln(os.Stderr, "conformance: -suite is required")
 		os.Exit(2)
 	}
+	if *repeat < 1 {
+		fmt.Fprintf(os.Stderr, "conformance: -repeat %d: want 1 or more\n", *repeat)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, *node, *suite, *readme, *keep))
+	os.Exit(run(ctx, *node, *suite, *readme, *keep, *repeat))
 }
 
 // A harness holds the built programs and the work directory.
@@ -75,9 +80,10 @@ type harness struct {
 	node, suite, work string
 	server, client    string // the go-sdk's
 	mcpkeep, adapter  string
+	repeat            int // runs of the server scenarios through each mcpkeep target
 }
 
-func run(ctx context.Context, node, suite, readme string, keep bool) int {
+func run(ctx context.Context, node, suite, readme string, keep bool, repeat int) int {
 	work, err := os.MkdirTemp("", "mcpkeep-conformance-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -88,7 +94,7 @@ func run(ctx context.Context, node, suite, readme string, keep bool) int {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	h := &harness{node: node, suite: suite, work: work}
+	h := &harness{node: node, suite: suite, work: work, repeat: repeat}
 	if err := h.build(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		return 1
@@ -96,15 +102,15 @@ func run(ctx context.Context, node, suite, readme string, keep bool) int {
 	if erasMode {
 		return runEras(ctx, h, readme)
 	}
-	servers := []column{h.column(ctx, "direct", h.direct)}
+	servers := []column{h.column(ctx, referenceColumn, h.direct, 1)}
 	if servers[0].Err != nil || len(servers[0].Results) == 0 {
 		fmt.Fprintf(os.Stderr, "conformance: the direct run gave no results: %v\n", servers[0].Err)
 		return 1
 	}
 	servers = append(servers,
-		h.column(ctx, "run (stdio)", h.runStdio),
-		h.column(ctx, "run --url", h.runURL),
-		h.column(ctx, "proxy --listen", h.proxy))
+		h.column(ctx, "run (stdio)", h.runStdio, h.repeat),
+		h.column(ctx, "run --url", h.runURL, h.repeat),
+		h.column(ctx, "proxy --listen", h.proxy, h.repeat))
 	scs, skipped, err := h.clientScenarios(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -189,8 +195,9 @@ func (h *harness) build(ctx context.Context) error {
 // the function that stops it all.
 type target func(ctx context.Context, dir string) (url string, stop func(), err error)
 
-// column runs every server scenario against one target.
-func (h *harness) column(ctx context.Context, name string, t target) column {
+// column runs every server scenario against one target, reps times (see
+// repeat.go); only the reference column (reps 1) retries a failure.
+func (h *harness) column(ctx context.Context, name string, t target, reps int) column {
 	dir := filepath.Join(h.work, slug(name))
 	col := column{Name: name}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -204,18 +211,48 @@ func (h *harness) column(ctx context.Context, name string, t target) column {
 		return col
 	}
 	defer stop()
-	out := filepath.Join(dir, "results")
-	// The suite exits non-zero when a scenario fails: the results say which.
-	_ = h.suiteRun(ctx, filepath.Join(dir, "suite.log"), suiteTimeout, nil, "server", "--url", u, "-o", out)
-	col.Results, col.Err = readResults(out)
-	h.retryFailed(ctx, name, dir, u, col.Results)
+	var runs []map[string]outcome
+	for i := 1; i <= reps; i++ {
+		rdir := dir
+		if reps > 1 {
+			rdir = filepath.Join(dir, fmt.Sprintf("rep%d", i))
+		}
+		start := time.Now()
+		out := filepath.Join(rdir, "results")
+		// The suite exits non-zero when a scenario fails: the results say which.
+		_ = h.suiteRun(ctx, filepath.Join(rdir, "suite.log"), suiteTimeout, nil, "server", "--url", u, "-o", out)
+		res, err := readResults(out)
+		if err != nil {
+			col.Err = fmt.Errorf("repetition %d: %w", i, err)
+			return col
+		}
+		if name == referenceColumn {
+			h.retryFailed(ctx, name, dir, u, res)
+		}
+		failed := 0
+		for _, o := range res {
+			if !o.ok() {
+				failed++
+			}
+		}
+		if reps > 1 {
+			fmt.Printf("conformance: %s: repetition %d of %d: %d scenarios, %d failed, %v\n",
+				name, i, reps, len(res), failed, time.Since(start).Round(time.Second))
+		}
+		runs = append(runs, res)
+	}
+	col.Results = merge(runs)
 	return col
 }
 
-// retryFailed runs each failed scenario of a column once more, alone: a
-// failure that does not repeat is a flake of the moment (a loaded
-// machine), said so on the output, and the scenario counts by its retry.
-// A failure that repeats stands.
+// referenceColumn is the column of the scenarios run directly.
+const referenceColumn = "direct"
+
+// retryFailed runs each failed scenario of the reference column once
+// more, alone: a failure that does not repeat is a flake of the moment (a
+// loaded machine) of the server itself, said so on the output, and the
+// scenario counts by its retry. A failure that repeats stands. Failures
+// through mcpkeep are not retried (repeat.go).
 func (h *harness) retryFailed(ctx context.Context, name, dir, u string, results map[string]outcome) {
 	for _, sc := range slices.Sorted(maps.Keys(results)) {
 		if results[sc].ok() {
@@ -307,7 +344,7 @@ func (h *harness) httpServer(ctx context.Context, dir string) (string, func(), e
 	return "http://" + addr + "/mcp", p.stop, nil
 }
 
-var mcpkeepListen = []string{"--listen", "127.0.0.1:0", "--log-format", "json"}
+var mcpkeepListen = []string{"--listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug"}
 
 // runStdio: mcpkeep run --listen, the server a stdio child of mcpkeep.
 func (h *harness) runStdio(ctx context.Context, dir string) (string, func(), error) {
