@@ -35,11 +35,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# Every committed rendering of fsm.Table: diagrams/ and README.md's mermaid
-# block. The drift test (internal/cmd/diagrams, part of make test) fails
-# when they are stale.
+# Every committed rendering of fsm.Table: diagrams/, README.md's mermaid
+# block and the live page's chart (proxy/ui/lifecycle.svg). The drift test
+# (internal/cmd/diagrams, part of make test) fails when they are stale.
 diagram:
-	$(GO) run ./internal/cmd/diagrams -o diagrams -readme README.md
+	$(GO) run ./internal/cmd/diagrams -o diagrams -readme README.md -page proxy/ui/lifecycle.svg
 
 # The benchmark suite (internal/benchsuite): each figure beside its
 # comparison, measured in one run; prints the table, writes docs/benchmarks.md.
