@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/fsm"
+)
+
+// uiView is everything the live page shows at one moment: the body of
+// each server-sent event and the data of the page's first render
+// (docs/design.md §28).
+type uiView struct {
+	// Now is the server's clock, so the page counts retries down from
+	// the server's time, not its own.
+	Now      string     `json:"now"`
+	Ready    bool       `json:"ready"`
+	Reason   string     `json:"reason,omitempty"`
+	InFlight int        `json:"inFlight"` // host requests relayed now
+	Servers  []uiServer `json:"servers"`
+	// Actions: the reconnect buttons are offered (loopback, or a
+	// listener with a token).
+	Actions bool   `json:"actions"`
+	CSRF    string `json:"csrf,omitempty"`
+}
+
+// uiServer is one server's row.
+type uiServer struct {
+	Name        string `json:"name"`
+	State       string `json:"state"`
+	Gen         uint64 `json:"gen"`
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"maxAttempts"`
+	// NextRetry is RFC 3339 with milliseconds, only while backing-off.
+	NextRetry  string         `json:"nextRetry,omitempty"`
+	LastError  string         `json:"lastError,omitempty"`
+	StderrTail string         `json:"stderrTail,omitempty"`
+	Tools      int            `json:"tools"`
+	Prompts    int            `json:"prompts"`
+	Resources  int            `json:"resources"`
+	Templates  int            `json:"templates"`
+	Start      string         `json:"start"` // eager or lazy
+	Cached     bool           `json:"cached,omitempty"`
+	Recent     []uiTransition `json:"recent"`
+}
+
+// uiTimeFormat keeps milliseconds: the countdown and the transitions'
+// times are read by people to a tenth of a second.
+const uiTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// view reads the pool (nil before the servers start) and the hub.
+// secrets: the errors and stderr tails are shown (see Handler's rules on
+// what a request without the token may read).
+func (s *Server) uiView(secrets bool) uiView {
+	pool := s.getPool()
+	rd := s.health.Readiness(pool)
+	v := uiView{Now: time.Now().UTC().Format(uiTimeFormat), Ready: rd.Ready, Reason: rd.Reason,
+		InFlight: s.calls.count(), Servers: []uiServer{}}
+	if !secrets {
+		v.Reason = ""
+	}
+	var snaps []mcpkeep.Snapshot
+	if pool != nil {
+		snaps = pool.States()
+	}
+	for _, sn := range snaps {
+		row := uiServer{Name: sn.Server, State: sn.State.String(), Gen: sn.Gen, Attempt: sn.Attempt,
+			MaxAttempts: sn.MaxAttempts, Tools: sn.Tools, Prompts: sn.Prompts, Resources: sn.Resources,
+			Templates: sn.Templates, Start: startMode(sn.Lazy), Cached: sn.Cached,
+			Recent: s.health.ui.transitions(sn.Server)}
+		if sn.State == fsm.BackingOff && !sn.NextRetry.IsZero() {
+			row.NextRetry = sn.NextRetry.UTC().Format(uiTimeFormat)
+		}
+		if secrets {
+			if sn.LastErr != nil {
+				row.LastError = redactText(sn.LastErr.Error())
+			}
+			if tap, ok := s.log.Handler().(*LogTap); ok {
+				row.StderrTail = tap.Tail(sn.Server)
+			}
+		} else {
+			for i := range row.Recent {
+				row.Recent[i].Err = ""
+			}
+		}
+		v.Servers = append(v.Servers, row)
+	}
+	return v
+}
