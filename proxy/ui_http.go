@@ -247,7 +247,7 @@ type uiRow struct {
 // uiTemplates parses the embedded templates once.
 var uiTemplates = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
-		"path": url.PathEscape,
+		"path":    url.PathEscape,
 		"rowData": func(v uiView, sv uiServer) uiRow { return uiRow{V: v, S: sv} },
 		"retry": func(now, next string) string {
 			n, err1 := time.Parse(time.RFC3339Nano, now)
