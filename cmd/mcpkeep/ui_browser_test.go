@@ -312,7 +312,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	// A phone's width: the page fits (the chart scrolls in its box).
 	phone := browser(t, 390, 844)
 	u, _ := url.Parse(page)
-	browse(t, phone, "open on a phone", chromedp.Navigate(u.String()), chromedp.WaitVisible(chromedp.ID("token")),
+	browse(t, phone, "open on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(u.String()), chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")),
 		chromedp.WaitVisible(chromedp.CSS(`.server[data-server="crashy"]`)))
 	overflow := eval[float64](t, phone, `document.documentElement.scrollWidth - window.innerWidth`)
