@@ -324,3 +324,29 @@ func TestLivePageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrowserDriverOnlyInTests: chromedp drives the page's test only; the
+// shipped binary (and so every library package it links) imports none of
+// it (docs/design.md §1, §28).
+func TestBrowserDriverOnlyInTests(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*e2eDeadline)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed %d packages: %q", len(deps), deps)
+	}
+	for _, p := range deps {
+		if strings.HasPrefix(p, "github.com/chromedp/") {
+			t.Errorf("mcpkeep links %s: chromedp is for tests only", p)
+		}
+	}
+}
