@@ -108,6 +108,15 @@ func TestUIAccess(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-server="a"`) || !strings.Contains(body, csrf) {
 		t.Fatalf("GET /ui with the token: %d, want 200, server a's row and the CSRF token", resp.StatusCode)
 	}
+	// Without JavaScript: the rows and the lit chart are rendered on the
+	// server, and the page refreshes itself.
+	for _, want := range []string{`<noscript><meta http-equiv="refresh" content="5"></noscript>`,
+		`class="node lit" data-state="established"`, `data-server="a" data-state="established"`,
+		`<form class="act" method="post" action="/ui/servers/a/reconnect"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page has no %s", want)
+		}
+	}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
 		if c.Name == uiCookie {
