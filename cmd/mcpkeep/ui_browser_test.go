@@ -243,6 +243,9 @@ func TestLivePageInBrowser(t *testing.T) {
 	// Screenshots: the desktop page, followed server on the chart.
 	browse(t, ctx, "follow crashy", chromedp.Click(chromedp.CSS(`.server[data-server="crashy"] .name`)))
 	pollPage(t, ctx, `document.querySelector("svg.chart").classList.contains("focused")`, 2*time.Second)
+	// Its stderr tail, from the log (the fixture names its mode there).
+	browse(t, ctx, "open the stderr tail", chromedp.Click(chromedp.CSS(`.server[data-server="crashy"] .tail summary`)))
+	pollPage(t, ctx, `document.querySelector('.server[data-server="crashy"] [data-f="tail"]').textContent.includes("exit-after")`, 2*time.Second)
 	shot := screenshot(t, ctx)
 	dir := artifactDir(t)
 	if err := os.WriteFile(filepath.Join(dir, "ui.png"), shot, 0o644); err != nil {
