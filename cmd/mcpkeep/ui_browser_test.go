@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -243,6 +245,14 @@ func TestLivePageInBrowser(t *testing.T) {
 	// Screenshots: the desktop page, followed server on the chart.
 	browse(t, ctx, "follow crashy", chromedp.Click(chromedp.CSS(`.server[data-server="crashy"] .name`)))
 	pollPage(t, ctx, `document.querySelector("svg.chart").classList.contains("focused")`, 2*time.Second)
+	// Followed: its state outlined, its loss traced on the chart.
+	if got := eval[string](t, ctx, `Array.from(document.querySelectorAll("svg.chart g.node.focus")).map(g => g.dataset.state).join()`); got != "backing-off" {
+		t.Errorf("the chart outlines %q for crashy, want backing-off", got)
+	}
+	if !eval[bool](t, ctx, `!!document.querySelector('svg.chart g.edge.trail[data-from="established"][data-to="lost"][data-event="closed"]') &&
+		!!document.querySelector('svg.chart g.edge.last[data-from="lost"][data-to="backing-off"][data-event="released"]')`) {
+		t.Error("the chart does not trace crashy's closed and released transitions")
+	}
 	// Its stderr tail, from the log (the fixture names its mode there).
 	browse(t, ctx, "open the stderr tail", chromedp.Click(chromedp.CSS(`.server[data-server="crashy"] .tail summary`)))
 	pollPage(t, ctx, `document.querySelector('.server[data-server="crashy"] [data-f="tail"]').textContent.includes("exit-after")`, 2*time.Second)
@@ -326,6 +336,18 @@ func TestLivePageInBrowser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ui-phone.png"), shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
+
+	// Without JavaScript: the server's snapshot, which reloads itself.
+	browse(t, phone, "turn JavaScript off", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`.server[data-server="crashy"]`)))
+	if !eval[bool](t, phone, `document.querySelector("#live").dataset.live === "static" &&
+		!!document.querySelector('svg.chart g.node.lit[data-state="established"]')`) {
+		t.Error("without JavaScript the page is not the server's snapshot with the chart lit")
+	}
+	eval[bool](t, phone, `(document.body.dataset.marked = "1") === "1"`)
+	pollPage(t, phone, `document.body && document.body.dataset.marked === undefined && !!document.querySelector('.server[data-server="crashy"]')`, 10*time.Second)
 }
 
 // TestBrowserDriverOnlyInTests: chromedp drives the page's test only; the
