@@ -78,12 +78,7 @@ func (s *Server) uiPage(w http.ResponseWriter, r *http.Request, a *uiAuth) {
 	if a.token != "" && carriesToken(r, a.token) {
 		a.setCookie(w, r)
 	}
-	trusted := a.trusted(r)
-	v := s.uiView(trusted)
-	v.Actions = trusted
-	if trusted {
-		v.CSRF = a.csrf()
-	}
+	v := s.uiViewFor(r, a)
 	lit := map[string]bool{}
 	for _, sv := range v.Servers {
 		lit[sv.State] = true
@@ -94,6 +89,18 @@ func (s *Server) uiPage(w http.ResponseWriter, r *http.Request, a *uiAuth) {
 	if err := uiTemplates().ExecuteTemplate(w, "page.html", data); err != nil {
 		s.log.Warn("live page", "err", err)
 	}
+}
+
+// uiViewFor is the view r may see: errors, the CSRF token and the
+// buttons only for a trusted request (uiAuth.trusted).
+func (s *Server) uiViewFor(r *http.Request, a *uiAuth) uiView {
+	trusted := a.trusted(r)
+	v := s.uiView(trusted)
+	v.Actions = trusted
+	if trusted {
+		v.CSRF = a.csrf()
+	}
+	return v
 }
 
 // uiSignIn answers 401 with the sign-in form.
@@ -131,7 +138,6 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request, a *uiAuth) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	trusted := a.trusted(r)
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -140,34 +146,40 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request, a *uiAuth) {
 	}
 	ping := time.NewTicker(uiPing)
 	defer ping.Stop()
-	for {
-		changed := s.health.ui.changed()
-		v := s.uiView(trusted)
-		v.Actions = trusted
-		if trusted {
-			v.CSRF = a.csrf()
-		}
-		body, _ := json.Marshal(v) // strings, numbers and bools
+	write := func(format string, args ...any) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(hostWriteBound))
-		if _, err := fmt.Fprintf(w, "event: state\ndata: %s\n\n", body); err != nil {
+		_, err := fmt.Fprintf(w, format, args...)
+		return err == nil && rc.Flush() == nil
+	}
+	for {
+		changed := s.health.ui.changed() // before the read: no change is missed
+		v := s.uiViewFor(r, a)
+		body, _ := json.Marshal(v) // strings, numbers and bools
+		if !write("event: state\ndata: %s\n\n", body) {
 			return
 		}
-		if rc.Flush() != nil {
+		if !s.uiAwait(changed, ping.C, r, write) {
 			return
 		}
-	wait:
+	}
+}
+
+// uiAwait waits for the next change, pinging the page meanwhile; false
+// when the stream is to end (the page went away, mcpkeep shuts down, a
+// write failed).
+func (s *Server) uiAwait(changed <-chan struct{}, ping <-chan time.Time, r *http.Request, write func(string, ...any) bool) bool {
+	for {
 		select {
 		case <-changed:
-		case <-ping.C:
-			_ = rc.SetWriteDeadline(time.Now().Add(hostWriteBound))
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
-				return
+			return true
+		case <-ping:
+			if !write(": ping\n\n") {
+				return false
 			}
-			goto wait
 		case <-r.Context().Done():
-			return
+			return false
 		case <-s.health.ui.stopped:
-			return
+			return false
 		}
 	}
 }
