@@ -109,7 +109,7 @@ func pollPage(t *testing.T, ctx context.Context, js string, within time.Duration
 	var last error
 	for {
 		ectx, cancel := context.WithDeadline(ctx, deadline)
-		ok, err := chromedp.Run(ectx, chromedp.Evaluate[bool]("!!(" + js + ")"))
+		ok, err := chromedp.Run(ectx, chromedp.Evaluate[bool]("!!("+js+")"))
 		cancel()
 		if err == nil && ok {
 			return
