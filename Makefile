@@ -69,14 +69,18 @@ demo:
 # new release cannot change the reference under CI) into a
 # temporary directory and drives it directly, through `mcpkeep run` and
 # through `mcpkeep proxy`, comparing every feature (cmd/mcpkeep/interop_test.go).
+# The same directory gets @modelcontextprotocol/server-memory (pinned), which
+# TestInteropHeldThroughRestarts SIGKILLs under a calling host
+# (cmd/mcpkeep/held_e2e_test.go; under make test it installs its own copy).
 .PHONY: interop
 INTEROP_PKG := @modelcontextprotocol/server-everything@2026.8.31
+INTEROP_MEMORY_PKG := @modelcontextprotocol/server-memory@2026.8.31
 interop:
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make interop: node and npm must be on PATH" >&2; exit 1; }
 	@dir=$$(mktemp -d "$${TMPDIR:-/tmp}/mcpkeep-interop.XXXXXX") && trap 'rm -rf "$$dir"' EXIT && \
-	echo "npm install --prefix $$dir $(INTEROP_PKG)" && \
-	if ! npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 $(INTEROP_PKG); then \
-		echo "make interop: npm could not install $(INTEROP_PKG) (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
+	echo "npm install --prefix $$dir $(INTEROP_PKG) $(INTEROP_MEMORY_PKG)" && \
+	if ! npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 $(INTEROP_PKG) $(INTEROP_MEMORY_PKG); then \
+		echo "make interop: npm could not install $(INTEROP_PKG) $(INTEROP_MEMORY_PKG) (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
 	fi && \
 	MCPKEEP_INTEROP_DIR="$$dir" $(GO) test $(RACE) -count=1 -timeout 300s -run '^TestInterop' -v ./cmd/mcpkeep/
 

@@ -149,4 +149,11 @@ type testHooks struct {
 	startWait func()
 	// syncDone runs in a sync goroutine before it reports (R21).
 	syncDone func(gen uint64)
+	// idleStop runs on the loop once an idle stop was decided, before
+	// the generation ends: a request that starts there races the stop
+	// (R49).
+	idleStop func()
+	// idleClosed runs on the loop after an idle stop closed the
+	// generation to new requests, before its guard reads them (R53).
+	idleClosed func()
 }

@@ -47,6 +47,7 @@ func (lc *lifecycle) onReconnect(m message) error {
 	if err != nil {
 		return fmt.Errorf("mcpkeep: server %q: reconnect: %w", lc.opts.Name, err)
 	}
+	lc.leaveIdleStop(t.To)
 	switch from {
 	case fsm.Established:
 		g := lc.cur

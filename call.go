@@ -14,12 +14,13 @@ import (
 // CallOptions tune one request (Call, GetPrompt, ReadResource, Complete).
 type CallOptions struct {
 	// WaitForReady blocks while the server is connecting, lost or backing
-	// off, until it is established; it fails on exhausted, disposed or the
-	// end of ctx.
+	// off, until it is established; it fails on exhausted (given up,
+	// signed out, reconnect disabled), disposed or the end of ctx.
 	WaitForReady bool
 	// ReadyTimeout, with WaitForReady, bounds the wait for the server (on
 	// the supervisor's clock) without bounding the request that follows;
-	// zero waits as long as ctx allows.
+	// zero waits as long as ctx allows. A server backing off whose next
+	// attempt is due after the bound fails the request at once.
 	ReadyTimeout time.Duration
 	// Progress, when set, receives the server's notifications/progress
 	// for this request (the supervisor gives the request a progress token
@@ -219,6 +220,10 @@ func run[R any](g *generation, ctx context.Context, server string, progress func
 type readyWait struct {
 	t  *clock.Timer
 	hb *heartbeat
+	// deadline is when t fires (zero without a bound): a retry due after
+	// it is not waited for.
+	deadline time.Time
+	held     bool // counted as held through an outage (held.go)
 	// replay is the wait of a lost call for the generation that repeats
 	// it, bounded by Options.ReplayWait (at least the connect timeout).
 	replay *CallOptions
@@ -258,7 +263,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *ready
 	// the request; a server still starting is waited for, bounded by its
 	// connect timeout (and an idle stop's barrier), whatever opts say
 	// (docs/design.md §20).
-	demand := snap.State == fsm.Idle || snap.IdleStopping
+	demand := snap.State == fsm.Idle || snap.IdleStopping && snap.State == fsm.Lost
 	if demand {
 		s.send(message{kind: mDemand})
 	}
@@ -270,12 +275,29 @@ func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *ready
 		switch {
 		case opts != nil && opts.WaitForReady && opts.ReadyTimeout > 0:
 			w.t = s.opts.Clock.Timer(opts.ReadyTimeout)
+			w.deadline = s.opts.Clock.Now().Add(opts.ReadyTimeout)
 		case starting && (opts == nil || !opts.WaitForReady):
 			bound := s.opts.ConnectTimeout
 			if demand {
 				bound += s.opts.TerminationWindow
 			}
 			w.t = s.opts.Clock.Timer(bound)
+		}
+	}
+	if !starting {
+		// Never a pointless wait (docs/design.md §6): a server that will
+		// not even try again within the bound fails the request now, with
+		// the same text as fail-fast.
+		if snap.State == fsm.BackingOff && !w.deadline.IsZero() && snap.NextRetry.After(w.deadline) {
+			return nc
+		}
+		if !w.held && w.replay == nil {
+			w.held = true
+			var bound time.Duration
+			if opts != nil {
+				bound = opts.ReadyTimeout
+			}
+			s.hold(snap, bound)
 		}
 	}
 	var timeout <-chan time.Time

@@ -261,7 +261,7 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 			errs = append(errs, err)
 		} else {
 			lc.tools = len(l.tools)
-			lc.listed.safe = replaySafe(l.tools)
+			lc.listed.safe, lc.listed.safeGen = replaySafe(l.tools), g.n
 			lc.raw.tools = l.raw.tools
 		}
 	}
@@ -287,7 +287,7 @@ func (lc *lifecycle) apply(g *generation, l *lists) error {
 			lc.raw.templates = l.raw.templates
 		}
 	}
-	g.view.Store(newCatalogView(&lc.listed))
+	g.view.Store(newCatalogView(&lc.listed, g.n))
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -365,23 +365,35 @@ func (lc *lifecycle) syncFailed(g *generation, kinds listKinds, err error) {
 
 // listedCatalog is the last registered prompts, resources and templates.
 type listedCatalog struct {
-	safe      map[string]bool // tools whose lost calls may be replayed
+	safe map[string]bool // tools whose lost calls may be replayed
+	// safeGen is the generation whose own tools/list gave safe (0: the
+	// cache's hint). Replay trusts only the hints of the generation that
+	// lost the call (docs/design.md §21).
+	safeGen   uint64
 	prompts   []tools.Prompt
 	resources []tools.Resource
 	templates []tools.Template
 }
 
 // catalogView is a generation's catalog as GetPrompt and ReadResource
-// check it: original prompt names, listed URIs and compiled templates.
+// check it: original prompt names, listed URIs and compiled templates;
+// and the tools whose lost calls may be replayed, as that generation
+// listed them.
 type catalogView struct {
-	safe      map[string]bool // shared with listedCatalog: replaced, never written
+	safe      map[string]bool // shared with listedCatalog: replaced, never written; nil until gen listed its tools
 	prompts   map[string]bool
 	resources map[string]bool
 	templates []*uritemplate.Template
 }
 
-func newCatalogView(l *listedCatalog) *catalogView {
-	v := &catalogView{safe: l.safe, prompts: map[string]bool{}, resources: map[string]bool{}}
+// newCatalogView is generation n's view of l: the replay hints only when
+// n listed them itself (a demand start serves from the registered catalog
+// before its own lists came, and a cached or older hint may be stale).
+func newCatalogView(l *listedCatalog, n uint64) *catalogView {
+	v := &catalogView{prompts: map[string]bool{}, resources: map[string]bool{}}
+	if l.safeGen == n {
+		v.safe = l.safe
+	}
 	for _, p := range l.prompts {
 		v.prompts[p.Name] = true
 	}
@@ -413,11 +425,12 @@ func (v *catalogView) hasResource(uri string) bool {
 }
 
 // listLater serves a demand-started generation from what is registered
-// until its own lists arrive: its view is the registered catalog, and a
+// until its own lists arrive: its view is the registered catalog (with no
+// replay hints: they are not this server's yet), and a
 // kind the server no longer offers is emptied at once (the sync that
 // follows, requested once it is established, lists the kinds it offers).
 func (lc *lifecycle) listLater(g *generation, offered listKinds) {
-	g.view.Store(newCatalogView(&lc.listed))
+	g.view.Store(newCatalogView(&lc.listed, g.n))
 	if gone := (kindTools | kindPrompts | kindResources) &^ offered; gone != 0 {
 		hinted := lc.hinted // the tools may still be the cache's
 		if err := lc.apply(g, &lists{kinds: gone}); err != nil {

@@ -140,6 +140,7 @@ func (lc *lifecycle) onConnected(g *generation, m message) {
 		lc.holdSync(g, m.kinds)
 	}
 	lc.everEstablished = true
+	lc.s.held.up.Store(g.n) // a later hold is another outage's
 	lc.demanded = false
 	lc.armIdle(g, lc.opts.idleStop)
 	stopTimer(&g.connectTimer)

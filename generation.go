@@ -13,6 +13,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -79,6 +80,13 @@ type generation struct {
 	// (docs/design.md §20); syncTimer bounds the hold.
 	syncHeld  listKinds
 	syncTimer *clock.Timer
+
+	// gate is set by the loop while an idle stop decides (docs/design.md
+	// §20): a request reaching begin meanwhile waits until the stop backs
+	// out (the channel is closed) or the generation ends. The loop closes
+	// the generation to new requests before it reads whether any is in
+	// flight, so none can start between that check and the stop.
+	gate atomic.Pointer[chan struct{}]
 
 	// ctxReuse caches whether this generation's requests get reused
 	// contexts (see callsKeepNoContext): 0 not known yet, 1 yes, 2 no.
@@ -162,6 +170,9 @@ func (g *generation) call(ctx context.Context, server, tool string, args any, pr
 // context.WithCancel registered with the generation; either is cancelled
 // when the request returns.
 func (g *generation) begin(ctx context.Context) (sc callScope, ok bool) {
+	if !g.admitted() {
+		return sc, false
+	}
 	if !g.reuseContexts() {
 		if ctx.Done() == nil {
 			// Still a context that ends with the request: the SDK's
@@ -200,6 +211,42 @@ func (g *generation) begin(ctx context.Context) (sc callScope, ok bool) {
 	}
 	return callScope{ctx: c, c: c}, true
 }
+
+// admitted waits while an idle stop decides whether to end g (see gate)
+// and reports whether g still takes requests. The wait is one loop
+// handler long, so the caller's own context is not watched: a request
+// that gave up would otherwise have to be told apart from one that was
+// never sent.
+func (g *generation) admitted() bool {
+	for {
+		p := g.gate.Load()
+		if p == nil {
+			return true
+		}
+		select {
+		case <-*p:
+		case <-g.ctx.Done():
+			return false
+		}
+	}
+}
+
+// closeCalls closes g to new requests (the loop, deciding an idle stop);
+// openCalls lets the ones that waited go on (the stop backed out, or g
+// ended and they find it so).
+func (g *generation) closeCalls() {
+	ch := make(chan struct{})
+	g.gate.Store(&ch)
+}
+
+func (g *generation) openCalls() {
+	if p := g.gate.Swap(nil); p != nil {
+		close(*p)
+	}
+}
+
+// callsOpen reports whether g admits new requests (Facts.CallsOpen).
+func (g *generation) callsOpen() bool { return g.gate.Load() == nil }
 
 // takeFree returns a callCtx for a request whose caller's Done channel is
 // done: preferably the free one already watching done, else the newest
@@ -484,6 +531,15 @@ func (g *generation) endCalls() {
 	}
 }
 
+// serverAnswered reports whether err is the server's JSON-RPC error answer:
+// a *jsonrpc.Error that is not one of the SDK's own closing codes (which
+// the SDK makes for a connection that ends, and which peerConn keeps a
+// server's from matching).
+func serverAnswered(err error) bool {
+	var je *jsonrpc.Error
+	return errors.As(err, &je) && je != nil && !errors.Is(err, mcp.ErrConnectionClosed)
+}
+
 // genValues is the generation's context (its Done, Err and Deadline)
 // carrying the values of a caller's context that can never be cancelled.
 type genValues struct {
@@ -502,7 +558,13 @@ func (c genValues) Value(key any) any {
 // from one the server answered with an error: a call pending when the peer
 // died gets the read loop's own error (io.EOF, or a closed pipe), and the
 // write a stdio server stopped taking fails with transport.ErrStalled.
+// A server's JSON-RPC error is an answer that arrived, even when the
+// generation ended as it was read (docs/design.md §21): the call ran, and
+// is neither lost nor replayed.
 func connectionEnded(g *generation, err error) bool {
+	if serverAnswered(err) {
+		return false
+	}
 	return g.ctx.Err() != nil ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, os.ErrClosed) || errors.Is(err, transport.ErrStalled)

@@ -44,11 +44,17 @@ func (h *heartbeat) relay(p *mcp.ProgressNotificationParams) {
 	h.fn(p)
 }
 
-// progress returns the handler for the server's request.
+// progress returns the handler for the server's request, which is about
+// to be sent: the request is no longer held, so the ticker rests (a tick
+// it buffered while the server ran the call would otherwise fire at once
+// when the request is held again, for its replay). The next hold arms a
+// fresh one: its first beat comes a full HeartbeatEvery into the hold.
 func (h *heartbeat) progress() func(*mcp.ProgressNotificationParams) {
 	if h == nil {
 		return nil
 	}
+	h.stop()
+	h.ticker = nil
 	return h.relay
 }
 

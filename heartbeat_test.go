@@ -157,3 +157,44 @@ func TestHeartbeatsWhileWaitingForReplay(t *testing.T) {
 		}
 	})
 }
+
+// The heartbeat's ticker runs only while mcpkeep holds the request
+// (docs/design.md §21): a request held, then served for longer than a
+// beat, then lost and held again for its replay gets no beat at the loss
+// (the next comes a full HeartbeatEvery into the hold). Before, the ticker
+// went on while the server ran the call, and the tick it buffered fired
+// at once when the replay's wait began.
+func TestHeartbeatRestsWhileTheServerRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &replayTools{}
+		r.reset(2) // gen 2 runs the call until it ends
+		h := newHarness(t, nil)
+		h.mem.Serve = r.serve
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		h.mem.Gen(1).Kill()
+		h.settle()
+		var b beats
+		c := goCall(h, "look", &CallOptions{WaitForReady: true, Progress: b.fn})
+		h.settle()
+		h.advance(time.Second) // gen 2: the call is sent and runs
+		if r.got(2, "look") != 1 {
+			t.Fatalf("gen 2 got %d calls, want 1", r.got(2, "look"))
+		}
+		h.advance(3 * HeartbeatEvery) // the server runs the call: no beats
+		before := len(b.list())
+		h.mem.Gen(2).Kill() // lost: held again for the replay
+		h.settle()
+		if got := b.list(); len(got) != before {
+			t.Fatalf("a heartbeat at the loss (%q): the ticker ran while the server had the call", got[len(got)-1].Message)
+		}
+		h.advance(time.Second)          // gen 3: the replay
+		if res := <-c; res.err != nil { // (its progress linger runs on the bubble's time)
+			t.Fatalf("the replay: %v", res.err)
+		}
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -100,43 +100,82 @@ func (lc *lifecycle) armIdle(g *generation, d time.Duration) {
 }
 
 // onIdleTimeout: established → lost for an idle stop when the guard finds
-// the server quiet. A busy server's timer is armed again for the end of
-// the window after its last request.
+// the server quiet (docs/design.md §20). The generation is closed to new
+// requests first and the guard reads what is in flight only then: a
+// request counted before the close holds the server up, and one that
+// reaches the generation after it waits (generation.admitted) and is
+// served by the next generation. If the guard refuses, the stop backs
+// out: the generation takes requests again, and its timer is armed for
+// the end of the window after its last request.
 func (lc *lifecycle) onIdleTimeout(m message) {
-	t, ok := lc.fire(fsm.IdleTimeout, m)
 	g := lc.gens[m.gen]
+	closed := g != nil && g == lc.cur && lc.m.State() == fsm.Established && !g.ending
+	if closed {
+		g.closeCalls()
+		if h := lc.s.testHooks; h != nil && h.idleClosed != nil {
+			h.idleClosed()
+		}
+	}
+	t, ok := lc.fire(fsm.IdleTimeout, m)
 	if !ok {
-		if g != nil && g == lc.cur && lc.m.State() == fsm.Established {
+		if closed {
+			g.openCalls()
 			lc.armIdle(g, lc.s.idleRemaining())
 		}
 		return
 	}
 	g.idleTimer = nil
+	if h := lc.s.testHooks; h != nil && h.idleStop != nil {
+		h.idleStop()
+	}
 	lc.idleStopping = true
 	lc.log(slog.LevelInfo, "idle stop", g, slog.Duration("idle", lc.opts.idleStop))
 	lc.enterLost(t, g, nil)
 	lc.checkBarrier(g)
 }
 
-// onIdle: lost → idle at the stopped generation's barrier. A demand that
-// came during the barrier starts the next generation now: never two
-// processes (I1).
-func (lc *lifecycle) onIdle(t fsm.Transition, g *generation) {
-	lc.idleStopping = false
+// onIdle: lost → idle at the stopped generation's barrier. A generation
+// that served until a clean idle stop was stable: the budget is reset as
+// the stability window would have (an idle stop shorter than the window
+// cancelled that timer, and outages hours apart added up until the
+// server was given up). A demand that came during the barrier starts the
+// next generation now: never two processes (I1).
+func (lc *lifecycle) onIdle(t fsm.Transition, g *generation, demand bool) {
+	lc.budget.Reset()
 	lc.emit(t, g, nil)
-	if lc.demandPending {
-		lc.demandPending = false
+	if demand {
 		lc.onDemand(message{kind: mDemand})
 	}
 }
 
+// leaveIdleStop clears the idle stop's flags on the way into to, so none
+// survives a path out of lost (released into idle or an outage, stuck,
+// dispose) nor a demand's connecting: idleStopping and demandPending
+// mean something only in lost, demanded only in connecting. fire calls
+// it after every transition (released reads demandPending before).
+func (lc *lifecycle) leaveIdleStop(to fsm.State) {
+	if to == fsm.Lost {
+		return
+	}
+	lc.idleStopping, lc.demandPending = false, false
+	if to != fsm.Connecting {
+		lc.demanded = false
+	}
+}
+
 // onDemand: idle → connecting for a request. During an idle stop's
-// barrier the demand is kept for the end of the barrier (see onIdle);
-// elsewhere the server is already starting or serving, and the table
-// drops it.
+// barrier the demand is kept for the end of the barrier (see onIdle).
+// A server already starting or serving has nothing to do with a wake-up
+// (requests send one each, and again while they wait): it is not an
+// event of the machine there, so it is neither fired nor counted as a
+// drop (Stats.Dropped counts stale events, I7).
 func (lc *lifecycle) onDemand(m message) {
 	if lc.idleStopping {
 		lc.demandPending = true
+		return
+	}
+	switch lc.m.State() {
+	case fsm.Connecting, fsm.Established:
 		return
 	}
 	t, ok := lc.fire(fsm.Demand, m)

@@ -109,6 +109,8 @@ func (lc *lifecycle) facts(m message) fsm.Facts {
 		f.Stale = g == nil || g != lc.cur
 		f.Repeated = g != nil && g.failed
 		if m.kind == mIdleTimeout {
+			// Read after onIdleTimeout closed g to new requests.
+			f.CallsOpen = g != nil && g.callsOpen()
 			f.Busy = lc.s.busy()
 		}
 	}
@@ -126,6 +128,7 @@ func (lc *lifecycle) fire(ev fsm.Event, m message) (fsm.Transition, bool) {
 		lc.refuse(ev, f)
 		return t, false
 	}
+	lc.leaveIdleStop(t.To)
 	return t, true
 }
 

@@ -61,6 +61,7 @@ func (lc *lifecycle) endGen(g *generation) {
 	stopTimer(&g.syncTimer)
 	g.cancel()
 	g.endCalls()
+	g.openCalls() // the requests an idle stop held find g ended
 	if !g.started {
 		// A deferred attempt never ran: nothing to wait for.
 		g.attemptDone, g.closeDone, g.gone = true, true, true
@@ -145,13 +146,14 @@ func (lc *lifecycle) onReleased(g *generation) {
 	if g.tg != nil {
 		lc.lastErr = signInCause(g.tg, lc.lastErr)
 	}
+	demand := lc.demandPending
 	t, ok := lc.fire(fsm.Released, of(g))
 	if !ok {
 		return
 	}
 	switch t.Guard.Key {
 	case fsm.StoppingForIdle.Key:
-		lc.onIdle(t, g)
+		lc.onIdle(t, g, demand)
 		return
 	case fsm.BudgetLeft.Key:
 		lc.armRetry(g)

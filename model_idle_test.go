@@ -16,7 +16,8 @@ import (
 // The model test of lazy start and idle stop (docs/design.md §20): a lazy
 // server with a cached catalog, an idle stop, random connect results,
 // kills, clock advances, calls (each a demand when idle) and reconnects.
-// idleModel restates the rules: idle keeps tools and budget; a call in
+// idleModel restates the rules: idle keeps tools, and a generation that
+// served until a clean idle stop resets the budget as stable would; a call in
 // idle starts the next generation; the idle timer, when it fires, stops a
 // server whose last request is a full window old, and otherwise is armed
 // again for the end of that window.
@@ -82,6 +83,7 @@ func (m *idleModel) apply(a action) {
 					continue
 				}
 				m.state, m.due, m.idleDue = fsm.Idle, -1, -1
+				m.attempt = 0 // served until a clean stop: stable
 				continue
 			}
 			m.due = -1

@@ -43,6 +43,8 @@ type Supervisor struct {
 	dropped atomic.Uint64
 	// replays counts the lost calls sent once more (CallsReplayed).
 	replays atomic.Uint64
+	// held counts and logs the requests held through an outage (held.go).
+	held heldCalls
 	// active counts the requests in flight and lastUse is when the last
 	// one began or ended (clock UnixNano), when an idle stop is set.
 	active  atomic.Int64

@@ -89,8 +89,13 @@ type Server struct {
 	ConnectTimeout     time.Duration
 	FailOnStartupError bool
 	// WaitForReady is how long a call made during an outage waits for
-	// recovery (mcpkeep.Pool.Call); 0 fails fast.
+	// recovery (mcpkeep.Pool.Call); 0 fails fast. The parser leaves it 0
+	// when waitForReadyMs is not written (the library's default: a host
+	// decides); ForServing gives such servers ServeWaitForReady.
 	WaitForReady time.Duration
+	// WaitForReadySet: waitForReadyMs was written, for the server or at
+	// the top level (so ForServing leaves it as written, 0 included).
+	WaitForReadySet bool
 
 	// What the host sees (docs/design.md §21). Tools and Prompts filter
 	// the server's items by their own names ("tools", "prompts", and the

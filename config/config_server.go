@@ -219,7 +219,8 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		sc.ConnectTimeout = s.v
 	}
 	sc.FailOnStartupError = failOnStartup.or(d.failOnStartupError).v
-	sc.WaitForReady = waitForReady.or(d.waitForReady).v
+	wfr := waitForReady.or(d.waitForReady)
+	sc.WaitForReady, sc.WaitForReadySet = wfr.v, wfr.set()
 	sc.Tools = effectiveFilter(toolFilter, d.tools, hostTools)
 	sc.Prompts = effectiveFilter(promptFilter, d.prompts, hostFilter{})
 	sc.ToolOverrides = p.checkOverrides(sc.Name, overrides, sc.Tools)

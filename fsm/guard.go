@@ -21,6 +21,10 @@ type Facts struct {
 	Busy bool
 	// IdleStop: the generation was ended by an idle stop, not lost.
 	IdleStop bool
+	// CallsOpen: the generation still admits new requests. An idle stop
+	// first closes it to them and only then reads Busy, so no request
+	// can start between the check and the stop (docs/design.md §20).
+	CallsOpen bool
 }
 
 // Guard is a named predicate declared with a transition. Key identifies
@@ -56,10 +60,11 @@ var (
 		Holds: func(f Facts) bool { return !f.IdleStop && !f.ReconnectDisabled && f.SignInRequired }}
 	ReconnectOff = Guard{Key: "reconnect_off", Name: "reconnect disabled",
 		Holds: func(f Facts) bool { return !f.IdleStop && f.ReconnectDisabled }}
-	// Quiet: the idle timer of the current generation fired with nothing
-	// in flight, no subscription and no recent request.
-	Quiet = Guard{Key: "quiet", Name: "gen is current ∧ nothing in flight ∧ no subscription",
-		Holds: func(f Facts) bool { return !f.Stale && !f.Busy }}
+	// Quiet: the idle timer of the current generation fired, the
+	// generation is closed to new requests, and then nothing was in
+	// flight, no subscription held and no recent request seen.
+	Quiet = Guard{Key: "quiet", Name: "gen is current ∧ closed to new calls ∧ nothing in flight ∧ no subscription",
+		Holds: func(f Facts) bool { return !f.Stale && !f.CallsOpen && !f.Busy }}
 	// StoppingForIdle: the released generation was ended by an idle
 	// stop: no outage, the budget untouched.
 	StoppingForIdle = Guard{Key: "idle_stop", Name: "stopping for idle",

@@ -6,10 +6,10 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-// allFacts is every combination of the seven Facts booleans (128).
+// allFacts is every combination of the eight Facts booleans (256).
 func allFacts() []fsm.Facts {
 	var out []fsm.Facts
-	for i := range 128 {
+	for i := range 256 {
 		out = append(out, fsm.Facts{
 			Stale:             i&1 != 0,
 			Repeated:          i&2 != 0,
@@ -18,6 +18,7 @@ func allFacts() []fsm.Facts {
 			SignInRequired:    i&16 != 0,
 			Busy:              i&32 != 0,
 			IdleStop:          i&64 != 0,
+			CallsOpen:         i&128 != 0,
 		})
 	}
 	return out

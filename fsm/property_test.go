@@ -17,6 +17,7 @@ var factsGen = rapid.Custom(func(t *rapid.T) fsm.Facts {
 		SignInRequired:    rapid.Bool().Draw(t, "signInRequired"),
 		Busy:              rapid.Bool().Draw(t, "busy"),
 		IdleStop:          rapid.Bool().Draw(t, "idleStop"),
+		CallsOpen:         rapid.Bool().Draw(t, "callsOpen"),
 	}
 })
 

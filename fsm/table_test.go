@@ -74,7 +74,7 @@ func TestTableMatchesDesign(t *testing.T) {
 		{"established", "stable", "gen is current", "established", true, ""},
 		{"established", "tools_changed", "gen is current", "established", true, ""},
 		{"established", "catalog_changed", "gen is current", "established", true, ""},
-		{"established", "idle_timeout", "gen is current ∧ nothing in flight ∧ no subscription", "lost", false, ""},
+		{"established", "idle_timeout", "gen is current ∧ closed to new calls ∧ nothing in flight ∧ no subscription", "lost", false, ""},
 		{"established", "reconnect", "", "lost", false, ""},
 		{"established", "dispose", "", "draining", false, ""},
 		{"lost", "released", "reconnect enabled ∧ budget left", "backing-off", false, "reconnecting"},
@@ -263,7 +263,7 @@ func TestDisposedAbsorbing(t *testing.T) {
 }
 
 // TestExactlyOneGuard: where rows share (from, event), exactly one guard
-// holds for each of the 128 Facts combinations; Resolve is never ambiguous.
+// holds for each of the 256 Facts combinations; Resolve is never ambiguous.
 func TestExactlyOneGuard(t *testing.T) {
 	shared := 0
 	for _, s := range fsm.States {

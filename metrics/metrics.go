@@ -193,6 +193,8 @@ var (
 		"Items the server's last good generation offers, by kind (tools, prompts, resources, templates).", []string{"server", "kind"}, nil)
 	replayedDesc = prometheus.NewDesc("mcpkeep_calls_replayed_total",
 		"Calls lost to the server's crash and sent once more on its next generation (readOnlyHint or idempotentHint tools), by server.", []string{"server"}, nil)
+	heldDesc = prometheus.NewDesc("mcpkeep_calls_held_total",
+		"Requests that waited for their server through an outage (waitForReadyMs) instead of failing at once, by server.", []string{"server"}, nil)
 )
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -200,6 +202,7 @@ func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- catalogDesc
 	ch <- refusedDesc
 	ch <- replayedDesc
+	ch <- heldDesc
 }
 
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -230,6 +233,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if sup, ok := pool.Supervisor(s.Server); ok {
 			ch <- prometheus.MustNewConstMetric(replayedDesc, prometheus.CounterValue, float64(sup.CallsReplayed()), s.Server)
+			ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.CounterValue, float64(sup.CallsHeld()), s.Server)
 		}
 	}
 }

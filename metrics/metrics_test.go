@@ -415,6 +415,11 @@ func TestOpsFollowsAPool(t *testing.T) {
 		if got := value(t, fams, "mcpkeep_calls_replayed_total", map[string]string{"server": server}); got != 0 {
 			t.Errorf("calls_replayed_total{server=%q} = %v, want 0 (no tool of theirs declares a hint)", server, got)
 		}
+		if sup, ok := b.pool.Supervisor(server); ok {
+			if got := value(t, fams, "mcpkeep_calls_held_total", map[string]string{"server": server}); got != float64(sup.CallsHeld()) {
+				t.Errorf("calls_held_total{server=%q} = %v, the supervisor held %d", server, got, sup.CallsHeld())
+			}
+		}
 		for kind, want := range map[string]float64{"tools": 3, "prompts": 0, "resources": 0, "templates": 0} {
 			if got := value(t, fams, "mcpkeep_catalog_items", map[string]string{"server": server, "kind": kind}); got != want {
 				t.Errorf("catalog_items{server=%q,kind=%q} = %v, want %v", server, kind, got, want)

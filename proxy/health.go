@@ -98,6 +98,11 @@ type ServerStatus struct {
 	// Cached: the lists shown are the catalog cache's, not yet
 	// confirmed by a live connection.
 	Cached bool `json:"cached,omitempty"`
+	// Ready is this server's own readiness, and NotReady why not: a lazy
+	// server's trouble is reported here and does not take the process's
+	// readiness away (docs/design.md §20).
+	Ready    bool   `json:"ready"`
+	NotReady string `json:"notReady,omitempty"`
 }
 
 // startMode is a server's start mode as the config writes it.
@@ -108,9 +113,12 @@ func startMode(lazy bool) string {
 	return "eager"
 }
 
-// Readiness: ready when the servers started (pool not nil), every one has
-// been established once or is idle, and none is exhausted, draining or disposed,
-// every expected server runs, and the process is not stopping.
+// Readiness: ready when the servers started (pool not nil), every eager
+// one has been established once and none is exhausted, draining or
+// disposed, every expected server runs, and the process is not stopping.
+// Each server's own readiness is on its line; a lazy server's does not
+// decide the process's (it is ready while idle, and its demand start's
+// trouble is its own).
 func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 	rep := Readiness{Servers: []ServerStatus{}}
 	var why []string
@@ -142,17 +150,28 @@ func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 		if s.LastErr != nil {
 			st.LastError = s.LastErr.Error()
 		}
-		rep.Servers = append(rep.Servers, st)
+		var not string
 		switch {
 		case s.State == fsm.Exhausted:
-			why = append(why, fmt.Sprintf("%s is exhausted", s.Server))
+			not = fmt.Sprintf("%s is exhausted", s.Server)
 		case s.State == fsm.Draining || s.State == fsm.Disposed:
-			why = append(why, fmt.Sprintf("%s is %s", s.Server, s.State))
+			not = fmt.Sprintf("%s is %s", s.Server, s.State)
 		case s.State == fsm.Idle:
 			// Idle is a server at rest, its catalog listed: the next
 			// request starts it (docs/design.md §20).
 		case !established[s.Server] && s.State != fsm.Established:
-			why = append(why, fmt.Sprintf("%s has not been established yet (%s)", s.Server, s.State))
+			not = fmt.Sprintf("%s has not been established yet (%s)", s.Server, s.State)
+		}
+		st.Ready, st.NotReady = not == "", not
+		rep.Servers = append(rep.Servers, st)
+		// A lazy server listed from its cache (or once established) was
+		// ready while idle and is started by a request: its start failing
+		// (or still under way) is that server's fault, reported on its
+		// line, and must not make the process not ready for the others'
+		// sake (docs/design.md §20). A lazy server with no catalog yet is
+		// waited for like an eager one.
+		if own := s.Lazy && (s.Cached || established[s.Server]); not != "" && !own {
+			why = append(why, not)
 		}
 	}
 	if pool != nil {

@@ -38,7 +38,7 @@ func newCheckCmd() *cobra.Command {
 }
 
 func check(path string, stdout, stderr io.Writer) int {
-	cfg, warns, err := config.Load(path)
+	cfg, warns, err := loadServing(path) // as proxy runs it
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
@@ -109,10 +109,14 @@ func printServer(w io.Writer, sc config.Server) {
 		row("stability", "%v established resets the retry budget", p.StabilityWindow())
 	}
 	row("connect", "timeout %v", sc.ConnectTimeout)
+	how := ""
+	if !sc.WaitForReadySet {
+		how = " (the default of proxy and run; waitForReadyMs 0 fails fast)"
+	}
 	if sc.WaitForReady > 0 {
-		row("calls", "wait up to %v for a reconnect during an outage", sc.WaitForReady)
+		row("calls", "wait up to %v for a reconnect during an outage%s", sc.WaitForReady, how)
 	} else {
-		row("calls", "fail fast during an outage")
+		row("calls", "fail fast during an outage (waitForReadyMs 0)")
 	}
 	if sc.FailOnStartupError {
 		row("startup", "a failed first connect is fatal")

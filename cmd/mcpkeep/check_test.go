@@ -25,6 +25,7 @@ func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
 	    "files": {"command": "sh", "args": ["-c", "exit"], "env": {"TOKEN": "s3cret"}, "alwaysAllow": []},
 	    "fast":  {"command": "sh", "reconnect": {"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 3}, "waitForReadyMs": 2000},
 	    "off":   {"command": "sh", "disabled": true},
+	    "nowait": {"command": "sh", "waitForReadyMs": 0},
 	    "web":   {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer s3cret"}}
 	  }}`)
 	code, out, errOut := runCLI("check", "--config", path)
@@ -32,7 +33,7 @@ func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
 		t.Fatalf("code %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"3 server(s), disabled: off",
+		"4 server(s), disabled: off",
 		"files (mcpServers.files)",
 		"transport   stdio: sh -c exit",
 		"env         TOKEN (values not shown)",
@@ -40,7 +41,10 @@ func TestCheckPrintsScheduleAndGiveUp(t *testing.T) {
 		"schedule    500ms, 1s, 2s, 4s, 8s, 16s, 30s ×4",
 		"gives up    2m31.5s after the first failure",
 		"stability   30s established resets the retry budget",
-		"calls       fail fast during an outage",
+		// The effective wait, as proxy and run serve it (docs/design.md §6).
+		"calls       wait up to 10s for a reconnect during an outage (the default of proxy and run; waitForReadyMs 0 fails fast)",
+		"nowait (mcpServers.nowait)",
+		"calls       fail fast during an outage (waitForReadyMs 0)",
 		"fast (mcpServers.fast)",
 		"schedule    100ms, 200ms, 400ms",
 		"gives up    700ms after",

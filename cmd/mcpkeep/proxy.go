@@ -28,7 +28,7 @@ func newProxyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sv.load = func() (*config.Config, []config.Warning, error) { return config.Load(cfgPath) }
+			sv.load = func() (*config.Config, []config.Warning, error) { return loadServing(cfgPath) }
 			return exit(sv.serve(cmd.OutOrStdout()))
 		},
 	}
@@ -37,4 +37,15 @@ func newProxyCmd() *cobra.Command {
 	_ = cmd.MarkFlagFilename("config")
 	sf.register(cmd)
 	return cmd
+}
+
+// loadServing loads the config as proxy serves it (and check shows it):
+// with the serving defaults, such as waitForReadyMs 10 s where the file
+// writes none (config.ForServing, docs/design.md §6).
+func loadServing(path string) (*config.Config, []config.Warning, error) {
+	cfg, warns, err := config.Load(path)
+	if cfg != nil {
+		cfg.ForServing()
+	}
+	return cfg, warns, err
 }

@@ -57,6 +57,9 @@ func newRunCmd() *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "mcpkeep run: %v\n", err)
 				return exitError{2}
 			}
+			// --wait-for-ready writes waitForReadyMs (0 fails fast);
+			// without it, run holds calls as proxy does (10 s).
+			cfg.ForServing()
 			wait := sf.initWait.d
 			if ct := cfg.Servers[0].ConnectTimeout; ct > 0 && ct < wait {
 				wait = ct
@@ -79,7 +82,7 @@ func newRunCmd() *cobra.Command {
 	f.Var(&spec.initialDelay, "initial-delay", "delay before the first retry, e.g. 500ms (config initialDelayMs; default 500ms)")
 	f.Var(&spec.maxDelay, "max-delay", "the longest delay between retries, e.g. 30s (config maxDelayMs; default 30s)")
 	f.Var(&spec.connectTimeout, "connect-timeout", "bound of spawn + handshake + initial listing, e.g. 30s (config connectTimeoutMs)")
-	f.Var(&spec.waitForReady, "wait-for-ready", "how long a request waits for the server during an outage, e.g. 5s; 0 fails fast (config waitForReadyMs)")
+	f.Var(&spec.waitForReady, "wait-for-ready", "how long a request waits for the server during an outage, e.g. 5s; 0 fails fast (config waitForReadyMs; default 10s)")
 	f.BoolVar(&spec.lazy, "lazy", false, "start the server at the first request that needs it, once its catalog is cached (config start: lazy)")
 	f.Var(&spec.idleStop, "idle-stop", "stop the server after this long without requests, e.g. 10m (config idleStopMs; default 10m with --lazy, else off)")
 	f.StringVar(&spec.cwd, "cwd", "", "the command's working directory `DIR`")
