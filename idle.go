@@ -43,14 +43,23 @@ func (c StartCause) String() string {
 	return ""
 }
 
-// useBegin and useEnd bracket every request when an idle stop is set: the
-// idle timer's guard reads what they count.
+// useBegin and useEnd bracket every request: the count is what
+// Snapshot.InFlight shows (docs/design.md §28) and, when an idle stop is
+// set, what the idle timer's guard reads with the time of the last use
+// (only then is the clock read: the call path pays two atomic adds
+// otherwise).
 func (s *Supervisor) useBegin() {
 	s.active.Add(1)
-	s.lastUse.Store(s.opts.Clock.Now().UnixNano())
+	if s.opts.idleStop > 0 {
+		s.lastUse.Store(s.opts.Clock.Now().UnixNano())
+	}
 }
 
 func (s *Supervisor) useEnd() {
+	if s.opts.idleStop <= 0 {
+		s.active.Add(-1)
+		return
+	}
 	s.lastUse.Store(s.opts.Clock.Now().UnixNano())
 	if s.active.Add(-1) == 0 && s.syncHold.Load() {
 		// A demand start's lists wait for this (holdSync).

@@ -156,3 +156,42 @@ func TestStopIdleRefusals(t *testing.T) {
 		wantStopErr(t, h.sup.StopIdle(context.Background()), ErrDisposed, fsm.Disposed)
 	})
 }
+
+// TestSnapshotInFlight: State counts the requests in flight, with an idle
+// stop and without one (the live page's rows, docs/design.md §28), and
+// says which servers may be stopped for idleness.
+func TestSnapshotInFlight(t *testing.T) {
+	for _, idle := range []time.Duration{0, minute} {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, idleAfter(idle))
+			if err := h.start(); err != nil {
+				t.Fatal(err)
+			}
+			if s := h.sup.State(); s.InFlight != 0 || s.IdleStop != idle {
+				t.Fatalf("idle stop %v, nothing sent: %+v", idle, s)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 2)
+			for range 2 {
+				go func() {
+					_, err := h.sup.Call(ctx, "hang", map[string]any{}, nil)
+					done <- err
+				}()
+			}
+			h.settle()
+			if n := h.sup.State().InFlight; n != 2 {
+				t.Fatalf("idle stop %v: %d requests in flight, want 2", idle, n)
+			}
+			cancel()
+			<-done
+			<-done
+			callEcho(t, h)
+			if n := h.sup.State().InFlight; n != 0 {
+				t.Fatalf("idle stop %v: %d requests in flight after they ended, want 0", idle, n)
+			}
+			if err := h.dispose(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
