@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
@@ -29,6 +31,7 @@ const uiRetryMs = 1000
 //	GET  /ui/events                   server-sent events: the view at every change
 //	POST /ui/login                    the sign-in form (with a token): sets the cookie
 //	POST /ui/servers/{name}/reconnect a manual reconnect
+//	POST /ui/servers/{name}/stop      an idle stop by hand (a server with an idle stop)
 //	GET  /ui/assets/...               style and script (embedded)
 //
 // A browser page of another origin is refused (cop), as on /mcp, and on a
@@ -44,7 +47,10 @@ func (s *Server) uiHandler(token string, cop *http.CrossOriginProtection) http.H
 	mux.HandleFunc("POST /ui/login", func(w http.ResponseWriter, r *http.Request) { s.uiLogin(w, r, a) })
 	mux.HandleFunc("GET /ui/events", func(w http.ResponseWriter, r *http.Request) { s.uiEvents(w, r, a) })
 	mux.HandleFunc("POST /ui/servers/{name}/reconnect", func(w http.ResponseWriter, r *http.Request) {
-		s.uiAct(w, r, a)
+		s.uiAct(w, r, a, uiReconnect)
+	})
+	mux.HandleFunc("POST /ui/servers/{name}/stop", func(w http.ResponseWriter, r *http.Request) {
+		s.uiAct(w, r, a, uiStop)
 	})
 	assets, _ := fs.Sub(uiFiles, "ui") // embedded: cannot fail
 	static := http.StripPrefix("/ui/assets/", http.FileServerFS(assets))
@@ -146,6 +152,8 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request, a *uiAuth) {
 	}
 	ping := time.NewTicker(uiPing)
 	defer ping.Stop()
+	poll := time.NewTicker(uiLoadPoll)
+	defer poll.Stop()
 	write := func(format string, args ...any) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(hostWriteBound))
 		_, err := fmt.Fprintf(w, format, args...)
@@ -158,20 +166,25 @@ func (s *Server) uiEvents(w http.ResponseWriter, r *http.Request, a *uiAuth) {
 		if !write("event: state\ndata: %s\n\n", body) {
 			return
 		}
-		if !s.uiAwait(changed, ping.C, r, write) {
+		if !s.uiAwait(changed, v.load(), poll.C, ping.C, r, write) {
 			return
 		}
 	}
 }
 
-// uiAwait waits for the next change, pinging the page meanwhile; false
-// when the stream is to end (the page went away, mcpkeep shuts down, a
-// write failed).
-func (s *Server) uiAwait(changed <-chan struct{}, ping <-chan time.Time, r *http.Request, write func(string, ...any) bool) bool {
+// uiAwait waits for the next change (a transition, or other requests in
+// flight than the page shows: sent, the load it showed), pinging the page
+// meanwhile; false when the stream is to end (the page went away, mcpkeep
+// shuts down, a write failed).
+func (s *Server) uiAwait(changed <-chan struct{}, sent string, poll, ping <-chan time.Time, r *http.Request, write func(string, ...any) bool) bool {
 	for {
 		select {
 		case <-changed:
 			return true
+		case <-poll:
+			if s.uiLoad() != sent {
+				return true
+			}
 		case <-ping:
 			if !write(": ping\n\n") {
 				return false
@@ -184,10 +197,42 @@ func (s *Server) uiAwait(changed <-chan struct{}, ping <-chan time.Time, r *http
 	}
 }
 
+// uiAction is one of the page's buttons: what it asks of the server, and
+// what the log and the page say when it was done.
+type uiAction struct {
+	do    func(*mcpkeep.Supervisor, context.Context) error
+	log   string
+	doing string
+}
+
+var (
+	uiReconnect = uiAction{do: func(sup *mcpkeep.Supervisor, _ context.Context) error { return sup.Reconnect() },
+		log: "reconnect from the live page", doing: "reconnecting"}
+	// uiStop is §20's idle stop asked for now (Supervisor.StopIdle): the
+	// server ends through its close barrier into idle, its catalog kept,
+	// and the next request starts it again.
+	uiStop = uiAction{do: (*mcpkeep.Supervisor).StopIdle,
+		log: "idle stop from the live page", doing: "stopping"}
+)
+
+// uiActionCode is the status of an action the server refused: 409 for
+// what its state does not allow (no row declared, not established, no
+// idle stop, a request in flight).
+func uiActionCode(err error) int {
+	switch {
+	case errors.Is(err, fsm.ErrNotDeclared), errors.Is(err, mcpkeep.ErrNotConnected),
+		errors.Is(err, mcpkeep.ErrNotIdleable), errors.Is(err, mcpkeep.ErrBusy):
+		return http.StatusConflict
+	case errors.Is(err, mcpkeep.ErrDisposed), errors.Is(err, mcpkeep.ErrNotStarted):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
 // uiAct runs a manual action on one server: from a script (X-CSRF-Token,
 // answered in JSON) or from the page's form without JavaScript (answered
 // with a redirect back to the page).
-func (s *Server) uiAct(w http.ResponseWriter, r *http.Request, a *uiAuth) {
+func (s *Server) uiAct(w http.ResponseWriter, r *http.Request, a *uiAuth, act uiAction) {
 	uiHeaders(w)
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	script := r.Header.Get("X-CSRF-Token") != ""
@@ -223,18 +268,14 @@ func (s *Server) uiAct(w http.ResponseWriter, r *http.Request, a *uiAuth) {
 		fail(http.StatusNotFound, fmt.Sprintf("no server %q", name))
 		return
 	}
-	if err := sup.Reconnect(); err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, fsm.ErrNotDeclared) {
-			code = http.StatusConflict
-		}
-		fail(code, redactText(err.Error()))
+	if err := act.do(sup, r.Context()); err != nil {
+		fail(uiActionCode(err), redactText(err.Error()))
 		return
 	}
-	s.log.Info("reconnect from the live page", "server", name)
+	s.log.Info(act.log, "server", name)
 	if script {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "state": sup.State().State.String()})
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "state": sup.State().State.String(), "doing": act.doing})
 		return
 	}
 	http.Redirect(w, r, "/ui", http.StatusSeeOther)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
@@ -50,7 +51,13 @@ func TestUIChartTagsTheDeclaration(t *testing.T) {
 // uiRig serves a rig's Server with a token on a loopback httptest server.
 func uiRig(t *testing.T, token string) (*rig, *httptest.Server) {
 	t.Helper()
-	r := newRig(t, Options{}, "a")
+	return uiRigWith(t, token, nil, "a")
+}
+
+// uiRigWith is uiRig with the servers names, some with more keys.
+func uiRigWith(t *testing.T, token string, extra map[string]map[string]any, names ...string) (*rig, *httptest.Server) {
+	t.Helper()
+	r := newRigWith(t, Options{}, extra, names...)
 	h, err := r.srv.Handler(HTTPOptions{Token: token})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +100,8 @@ func uiDo(t *testing.T, method, u string, header http.Header, form url.Values) (
 // passes them all reaches the server.
 func TestUIAccess(t *testing.T) {
 	const token = "tok-123"
-	r, hs := uiRig(t, token)
+	// a has an idle stop (an hour: its timer never fires here), b none.
+	r, hs := uiRigWith(t, token, map[string]map[string]any{"a": {"idleStopMs": 3_600_000}}, "a", "b")
 	bearer := http.Header{"Authorization": {"Bearer " + token}}
 	csrf := newUIAuth(token).csrf()
 
@@ -112,7 +120,9 @@ func TestUIAccess(t *testing.T) {
 	// server, and the page refreshes itself.
 	for _, want := range []string{`<noscript><meta http-equiv="refresh" content="5"></noscript>`,
 		`class="node lit" data-state="established"`, `data-server="a" data-state="established"`,
-		`<form class="act" method="post" action="/ui/servers/a/reconnect"`} {
+		`<form class="act" method="post" action="/ui/servers/a/reconnect"`,
+		`<form class="act" method="post" action="/ui/servers/a/stop" data-f="stop-form"`,
+		`<form class="act" method="post" action="/ui/servers/b/stop" data-f="stop-form" data-act="stop" data-doing="stopping" hidden>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page has no %s", want)
 		}
@@ -144,7 +154,6 @@ func TestUIAccess(t *testing.T) {
 		t.Errorf("login with the token: %d %v, want 303 and the cookie", resp.StatusCode, resp.Cookies())
 	}
 
-	act := hs.URL + "/ui/servers/a/reconnect"
 	port := hs.Listener.Addr().(*net.TCPAddr).Port
 	for _, c := range []struct {
 		name   string
@@ -160,28 +169,31 @@ func TestUIAccess(t *testing.T) {
 		{"a rebinding Host", http.Header{"Cookie": {cookie.String()}, "X-Csrf-Token": {csrf}}, "evil.example:" + strconv.Itoa(port), http.StatusForbidden},
 		{"an unknown server", http.Header{"Cookie": {cookie.String()}, "X-Csrf-Token": {csrf}}, "", http.StatusNotFound},
 	} {
-		u := act
-		if c.name == "an unknown server" {
-			u = hs.URL + "/ui/servers/zz/reconnect"
-		}
-		req, _ := http.NewRequest("POST", u, nil)
-		req.Header = c.header
-		if c.host != "" {
-			req.Host = c.host
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Errorf("reconnect with %s: %d, want %d", c.name, resp.StatusCode, c.want)
+		for _, action := range []string{"reconnect", "stop"} {
+			u := hs.URL + "/ui/servers/a/" + action
+			if c.name == "an unknown server" {
+				u = hs.URL + "/ui/servers/zz/" + action
+			}
+			req, _ := http.NewRequest("POST", u, nil)
+			req.Header = c.header
+			if c.host != "" {
+				req.Host = c.host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s with %s: %d, want %d", action, c.name, resp.StatusCode, c.want)
+			}
 		}
 	}
 	sup, _ := r.srv.getPool().Supervisor("a")
-	if g := sup.State().Gen; g != 1 {
-		t.Fatalf("after refused reconnects a is at gen %d, want 1", g)
+	if s := sup.State(); s.Gen != 1 || s.State != fsm.Established {
+		t.Fatalf("after refused actions a is %s at gen %d, want established at gen 1", s.State, s.Gen)
 	}
+	act := hs.URL + "/ui/servers/a/reconnect"
 	resp, body = uiDo(t, "POST", act, http.Header{"Cookie": {cookie.String()}, "X-Csrf-Token": {csrf}}, nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"ok":true`) {
 		t.Fatalf("reconnect with the cookie and CSRF: %d %s", resp.StatusCode, body)
@@ -191,6 +203,38 @@ func TestUIAccess(t *testing.T) {
 	resp, _ = uiDo(t, "POST", act, bearer, url.Values{"csrf": {csrf}})
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui" {
 		t.Errorf("form reconnect: %d to %q, want 303 to /ui", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	waitFor(t, "a's generation 3", func() bool { s := sup.State(); return s.Gen == 3 && s.State == fsm.Established })
+
+	// Stop: b has no idle stop (409, nothing changes); a stops into idle,
+	// its catalog kept; stopped, it cannot be stopped again (409); a
+	// request starts it.
+	signed := http.Header{"Cookie": {cookie.String()}, "X-Csrf-Token": {csrf}}
+	resp, body = uiDo(t, "POST", hs.URL+"/ui/servers/b/stop", signed, nil)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "no idle stop") {
+		t.Errorf("stop of b (no idle stop): %d %s, want 409 saying so", resp.StatusCode, body)
+	}
+	resp, body = uiDo(t, "POST", hs.URL+"/ui/servers/a/stop", signed, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"doing":"stopping"`) {
+		t.Fatalf("stop of a with the cookie and CSRF: %d %s", resp.StatusCode, body)
+	}
+	waitFor(t, "a idle", func() bool { return sup.State().State == fsm.Idle })
+	if s := sup.State(); s.Tools == 0 || s.Attempt != 0 || s.LastErr != nil {
+		t.Errorf("a after the stop: %+v, want its catalog kept and no outage", s)
+	}
+	resp, body = uiDo(t, "POST", hs.URL+"/ui/servers/a/stop", signed, url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "not connected") {
+		t.Errorf("stop of an idle a: %d %s, want 409 (not connected)", resp.StatusCode, body)
+	}
+	if res, err := sup.Call(context.Background(), "echo", map[string]any{"text": "x"}, nil); err != nil || res.IsError {
+		t.Fatalf("a call to the stopped a: %v %+v", err, res)
+	}
+	if s := sup.State(); s.State != fsm.Established || s.Gen != 4 {
+		t.Errorf("after a call a is %s at gen %d, want established at gen 4 (woken by the call)", s.State, s.Gen)
+	}
+	resp, _ = uiDo(t, "POST", hs.URL+"/ui/servers/a/stop", bearer, url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui" {
+		t.Errorf("form stop: %d to %q, want 303 to /ui", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
 
@@ -213,13 +257,111 @@ func TestUIOffLoopbackWithoutToken(t *testing.T) {
 		return rec
 	}
 	rec := off("GET", "/ui", http.Header{})
-	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "/reconnect") || strings.Contains(rec.Body.String(), `name="csrf"`) {
-		t.Errorf("GET /ui off loopback: %d, want 200 without reconnect forms or CSRF token", rec.Code)
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "/reconnect") || strings.Contains(rec.Body.String(), "/stop") ||
+		strings.Contains(rec.Body.String(), `name="csrf"`) {
+		t.Errorf("GET /ui off loopback: %d, want 200 without reconnect or stop forms or CSRF token", rec.Code)
 	}
 	csrf := newUIAuth("").csrf() // another process's: it does not matter, the refusal comes first
-	if rec := off("POST", "/ui/servers/a/reconnect", http.Header{"X-Csrf-Token": {csrf}}); rec.Code != http.StatusForbidden ||
-		!strings.Contains(rec.Body.String(), "token") {
-		t.Errorf("reconnect off loopback without a token: %d %s, want 403 naming the token", rec.Code, rec.Body)
+	for _, action := range []string{"reconnect", "stop"} {
+		if rec := off("POST", "/ui/servers/a/"+action, http.Header{"X-Csrf-Token": {csrf}}); rec.Code != http.StatusForbidden ||
+			!strings.Contains(rec.Body.String(), "token") {
+			t.Errorf("%s off loopback without a token: %d %s, want 403 naming the token", action, rec.Code, rec.Body)
+		}
+	}
+}
+
+// uiStream opens the event stream at u: events yields each view (closed
+// when the stream ends), next waits for one within ctx.
+func uiStream(t *testing.T, ctx context.Context, u string) (events <-chan uiView, next func() uiView) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	ch := make(chan uiView, 8)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var v uiView
+				if json.Unmarshal([]byte(data), &v) == nil {
+					ch <- v
+				}
+			}
+		}
+	}()
+	return ch, func() uiView {
+		t.Helper()
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			return v
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+		return uiView{}
+	}
+}
+
+// TestUIEventsShowRequestsInFlight: each row shows its server's requests
+// in flight, and the stream sends the view again when they change (no
+// transition announces a request), within its poll.
+func TestUIEventsShowRequestsInFlight(t *testing.T) {
+	r, hs := uiRigWith(t, "", nil, "a", "b")
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	inFlight := func(v uiView) map[string]int {
+		m := map[string]int{}
+		for _, sv := range v.Servers {
+			m[sv.Name] = sv.InFlight
+		}
+		return m
+	}
+	events, next := uiStream(t, ctx, hs.URL+"/ui/events")
+	if m := inFlight(next()); m["a"] != 0 || m["b"] != 0 || len(m) != 2 {
+		t.Fatalf("first view: in flight %v, want a and b at 0", m)
+	}
+	sup, _ := r.srv.getPool().Supervisor("b")
+	callCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := sup.Call(callCtx, "hang", map[string]any{}, nil)
+			done <- err
+		}()
+	}
+	start := time.Now()
+	for m := inFlight(next()); m["b"] != 2; m = inFlight(next()) {
+		if m["a"] != 0 {
+			t.Fatalf("in flight %v: a has none", m)
+		}
+	}
+	t.Logf("two requests in flight shown after %v (poll %v)", time.Since(start), uiLoadPoll)
+	// The page was sent as many views as there were changes, not one per
+	// poll.
+	select {
+	case v := <-events:
+		if inFlight(v)["b"] == 2 {
+			t.Errorf("a view sent again without a change: %+v", v)
+		}
+	case <-time.After(uiLoadPoll + uiLoadPoll/2):
+	}
+	stop()
+	<-done
+	<-done
+	for m := inFlight(next()); m["b"] != 0; m = inFlight(next()) {
+	}
+	r.srv.Health().Stop()
+	for range events {
 	}
 }
 
@@ -230,42 +372,7 @@ func TestUIEventsFollowTransitions(t *testing.T) {
 	r, hs := uiRig(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/ui/events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("Content-Type %q", ct)
-	}
-	events := make(chan uiView, 8)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var v uiView
-				if json.Unmarshal([]byte(data), &v) == nil {
-					events <- v
-				}
-			}
-		}
-	}()
-	next := func() uiView {
-		t.Helper()
-		select {
-		case v, ok := <-events:
-			if !ok {
-				t.Fatal("the stream ended")
-			}
-			return v
-		case <-ctx.Done():
-			t.Fatal("no event")
-		}
-		return uiView{}
-	}
+	events, next := uiStream(t, ctx, hs.URL+"/ui/events")
 	if v := next(); len(v.Servers) != 1 || v.Servers[0].Name != "a" || v.Servers[0].State != "established" || v.CSRF == "" {
 		t.Fatalf("first event %+v: want a established and a CSRF token (loopback)", v)
 	}

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -32,16 +34,22 @@ type uiServer struct {
 	Attempt     int    `json:"attempt"`
 	MaxAttempts int    `json:"maxAttempts"`
 	// NextRetry is RFC 3339 with milliseconds, only while backing-off.
-	NextRetry  string         `json:"nextRetry,omitempty"`
-	LastError  string         `json:"lastError,omitempty"`
-	StderrTail string         `json:"stderrTail,omitempty"`
-	Tools      int            `json:"tools"`
-	Prompts    int            `json:"prompts"`
-	Resources  int            `json:"resources"`
-	Templates  int            `json:"templates"`
-	Start      string         `json:"start"` // eager or lazy
-	Cached     bool           `json:"cached,omitempty"`
-	Recent     []uiTransition `json:"recent"`
+	NextRetry  string `json:"nextRetry,omitempty"`
+	LastError  string `json:"lastError,omitempty"`
+	StderrTail string `json:"stderrTail,omitempty"`
+	Tools      int    `json:"tools"`
+	Prompts    int    `json:"prompts"`
+	Resources  int    `json:"resources"`
+	Templates  int    `json:"templates"`
+	Start      string `json:"start"` // eager or lazy
+	Cached     bool   `json:"cached,omitempty"`
+	// InFlight: the host's requests to this server in flight now
+	// (Snapshot.InFlight).
+	InFlight int `json:"inFlight"`
+	// Idleable: the server has an idle stop, so the page offers to stop
+	// it (POST /ui/servers/{name}/stop) while it is established.
+	Idleable bool           `json:"idleable"`
+	Recent   []uiTransition `json:"recent"`
 }
 
 // uiTimeFormat keeps milliseconds: the countdown and the transitions'
@@ -67,6 +75,7 @@ func (s *Server) uiView(secrets bool) uiView {
 		row := uiServer{Name: sn.Server, State: sn.State.String(), Gen: sn.Gen, Attempt: sn.Attempt,
 			MaxAttempts: sn.MaxAttempts, Tools: sn.Tools, Prompts: sn.Prompts, Resources: sn.Resources,
 			Templates: sn.Templates, Start: startMode(sn.Lazy), Cached: sn.Cached,
+			InFlight: sn.InFlight, Idleable: sn.IdleStop > 0,
 			Recent: s.health.ui.transitions(sn.Server)}
 		if sn.State == fsm.BackingOff && !sn.NextRetry.IsZero() {
 			row.NextRetry = sn.NextRetry.UTC().Format(uiTimeFormat)
@@ -86,4 +95,32 @@ func (s *Server) uiView(secrets bool) uiView {
 		v.Servers = append(v.Servers, row)
 	}
 	return v
+}
+
+// uiLoadPoll is how often an event stream looks at the requests in
+// flight: they change without a transition (a request is not a change of
+// any snapshot), so the stream sends the view again when they differ
+// from what it sent last.
+const uiLoadPoll = time.Second
+
+// load is the requests in flight that v shows, as one comparable value.
+func (v uiView) load() string {
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(v.InFlight))
+	for _, sv := range v.Servers {
+		b.WriteString("," + sv.Name + "=" + strconv.Itoa(sv.InFlight))
+	}
+	return b.String()
+}
+
+// uiLoad is load of the view that would be sent now, without the rest of
+// it (no transitions copied, nothing redacted).
+func (s *Server) uiLoad() string {
+	v := uiView{InFlight: s.calls.count()}
+	if pool := s.getPool(); pool != nil {
+		for _, sn := range pool.States() {
+			v.Servers = append(v.Servers, uiServer{Name: sn.Server, InFlight: sn.InFlight})
+		}
+	}
+	return v.load()
 }

@@ -34,8 +34,9 @@
   function newRow(name) {
     const row = $("#row-tpl").content.firstElementChild.cloneNode(true);
     row.dataset.server = name;
-    const form = field(row, "form");
-    if (form) form.action = `/ui/servers/${encodeURIComponent(name)}/reconnect`;
+    for (const form of $$("form.act", row)) {
+      form.action = `/ui/servers/${encodeURIComponent(name)}/${form.dataset.act}`;
+    }
     bindRow(row);
     return row;
   }
@@ -46,6 +47,7 @@
     field(row, "state").textContent = s.state;
     field(row, "start").textContent = s.start + (s.cached ? " · cached" : "");
     field(row, "gen").textContent = s.gen;
+    field(row, "inflight").textContent = s.inFlight;
     field(row, "attempt").textContent = `${s.attempt} of ${s.maxAttempts}`;
     const retry = field(row, "retry");
     retry.dataset.next = s.nextRetry || "";
@@ -72,10 +74,15 @@
       li.append(time, tr, g);
       return li;
     }));
-    const csrf = $('input[name="csrf"]', row);
-    if (csrf && view.csrf) csrf.value = view.csrf;
+    for (const csrf of $$('input[name="csrf"]', row)) if (view.csrf) csrf.value = view.csrf;
     const form = field(row, "form");
     if (form) form.hidden = !view.actions;
+    // Stop: a server with an idle stop; offered while it serves.
+    const stop = field(row, "stop-form");
+    if (stop) {
+      stop.hidden = !view.actions || !s.idleable;
+      $("button", stop).disabled = s.state !== "established";
+    }
   }
 
   function render(v) {
@@ -133,8 +140,9 @@
       focused = pinned;
       paintChart();
     });
-    const form = field(row, "form");
-    if (form) form.addEventListener("submit", (ev) => { ev.preventDefault(); act(form, row.dataset.server); });
+    for (const form of $$("form.act", row)) {
+      form.addEventListener("submit", (ev) => { ev.preventDefault(); act(form, row.dataset.server); });
+    }
   }
 
   let toastTimer;
@@ -154,12 +162,14 @@
         headers: { "X-CSRF-Token": csrf } });
       let body = {};
       try { body = await res.json(); } catch (_) { /* not JSON */ }
-      if (res.ok) toast(`${name}: reconnecting`);
+      if (res.ok) toast(`${name}: ${form.dataset.doing}`);
       else toast(`${name}: ${body.error || res.status + " " + res.statusText}`, true);
     } catch (err) {
       toast(`${name}: ${err.message}`, true);
     } finally {
-      btn.disabled = false;
+      // Stop stays disabled until the server serves again (fill).
+      const s = view && view.servers.find((x) => x.name === name);
+      btn.disabled = form.dataset.act === "stop" && !!s && s.state !== "established";
     }
   }
 
