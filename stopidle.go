@@ -18,9 +18,8 @@ import (
 
 var (
 	// ErrNotIdleable: the server has no idle stop (Options.IdleStop,
-	// config idleStopMs, or lazy start). Without one its requests are not
-	// counted, so nothing can tell that none is in flight, and nothing
-	// wakes it for its next request as a lazy server.
+	// config idleStopMs, or lazy start): its configuration says it stays
+	// up, so it is not stopped for idleness by hand either.
 	ErrNotIdleable = errors.New("the server has no idle stop")
 	// ErrBusy: a request was in flight or a resource subscription was
 	// held when the stop was decided: the stop backed out and the

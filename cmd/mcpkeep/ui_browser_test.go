@@ -188,7 +188,8 @@ func artifactDir(t *testing.T) string {
 // (read from the DOM, measured against the proxy's log), that the retry
 // countdown counts down, that the reconnect button works and that a
 // reconnect without the token, without the CSRF token or from another
-// origin is refused; that the page reconnects by itself when mcpkeep
+// origin is refused; that the stop button stops the server with an idle
+// stop (and is refused likewise); that the page reconnects by itself when mcpkeep
 // restarts on its address; and that it fits a phone's width. Screenshots
 // are saved as artifacts.
 func TestLivePageInBrowser(t *testing.T) {
@@ -197,7 +198,9 @@ func TestLivePageInBrowser(t *testing.T) {
 	const token = "s3cret-page"
 	crashy := fixtureServer(t, "exit-after=3s")
 	crashy["reconnect"] = map[string]any{"initialDelayMs": 3000, "maxDelayMs": 3000, "maxAttempts": 20}
-	cfg := map[string]any{"mcpServers": map[string]any{"steady": fixtureServer(t, "normal"), "crashy": crashy}}
+	idler := fixtureServer(t, "normal")
+	idler["idleStopMs"] = 3_600_000 // an idle stop whose timer never fires here: the button's
+	cfg := map[string]any{"mcpServers": map[string]any{"steady": fixtureServer(t, "normal"), "crashy": crashy, "idler": idler}}
 	env := []string{"MCPKEEP_TEST_PAGE_TOKEN=" + token}
 	addr := freeLoopbackAddr(t)
 	r := startListen(t, cfg, env, "--auth-token-env", "MCPKEEP_TEST_PAGE_TOKEN", "--listen", addr)
@@ -279,7 +282,6 @@ func TestLivePageInBrowser(t *testing.T) {
 	if csrf == "" {
 		t.Fatal("the signed-in page carries no CSRF token")
 	}
-	act := "http://" + addr + "/ui/servers/crashy/reconnect"
 	for _, c := range []struct {
 		name   string
 		header http.Header
@@ -293,22 +295,24 @@ func TestLivePageInBrowser(t *testing.T) {
 			"Origin": {"http://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
 		{"rebinding Host", http.Header{"Authorization": {"Bearer " + token}, "X-Csrf-Token": {csrf}, "Host-Override": {"evil.example"}}, http.StatusForbidden},
 	} {
-		req, _ := http.NewRequest(http.MethodPost, act, nil)
-		req.Header = c.header
-		if h := c.header.Get("Host-Override"); h != "" {
-			req.Host = h + ":" + strings.Split(addr, ":")[1]
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Errorf("reconnect with %s: %d, want %d", c.name, resp.StatusCode, c.want)
+		for _, act := range []string{"crashy/reconnect", "idler/stop"} {
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/ui/servers/"+act, nil)
+			req.Header = c.header
+			if h := c.header.Get("Host-Override"); h != "" {
+				req.Host = h + ":" + strings.Split(addr, ":")[1]
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s with %s: %d, want %d", act, c.name, resp.StatusCode, c.want)
+			}
 		}
 	}
-	if strings.Contains(r.stderr.String(), "reconnect from the live page") {
-		t.Error("a refused reconnect reached the server")
+	if out := r.stderr.String(); strings.Contains(out, "reconnect from the live page") || strings.Contains(out, "idle stop from the live page") {
+		t.Error("a refused action reached the server")
 	}
 
 	// The reconnect button, with the cookie the token bought: crashy,
@@ -320,6 +324,30 @@ func TestLivePageInBrowser(t *testing.T) {
 	n, _ := strconv.Atoi(gen)
 	pollPage(t, ctx, fmt.Sprintf(`+document.querySelector('.server[data-server="crashy"] [data-f="gen"]').textContent > %d`, n), 2*time.Second)
 	r.stderr.waitFor(t, `"msg":"reconnect from the live page","server":"crashy"`)
+
+	// The stop button: offered to idler (it has an idle stop), not to
+	// steady. idler stops for idleness: idle on the page, its catalog
+	// kept, the button off until it serves again (its reconnect here).
+	idlerRow := `document.querySelector('.server[data-server="idler"]')`
+	if !eval[bool](t, ctx, `document.querySelector('.server[data-server="steady"] [data-f="stop-form"]').hidden &&
+		!`+idlerRow+`.querySelector('[data-f="stop-form"]').hidden &&
+		document.querySelector('.server[data-server="steady"] [data-f="inflight"]').textContent === "0"`) {
+		t.Error("the stop button is not offered exactly to the server with an idle stop, or a row shows no requests in flight")
+	}
+	pollPage(t, ctx, idlerRow+`.dataset.state === "established" && !`+idlerRow+`.querySelector('[data-f="stop"]').disabled`, e2eDeadline)
+	catalog := eval[string](t, ctx, idlerRow+`.querySelector('[data-f="catalog"]').textContent`)
+	browse(t, ctx, "click stop", chromedp.Click(chromedp.CSS(`.server[data-server="idler"] [data-f="stop"]`)))
+	pollPage(t, ctx, `document.querySelector("#toast").textContent === "idler: stopping"`, 5*time.Second)
+	pollPage(t, ctx, idlerRow+`.dataset.state === "idle" && `+idlerRow+`.querySelector('[data-f="stop"]').disabled`, 5*time.Second)
+	r.stderr.waitFor(t, `"msg":"idle stop from the live page","server":"idler"`)
+	if got := eval[string](t, ctx, idlerRow+`.querySelector('[data-f="catalog"]').textContent`); got != catalog || strings.HasPrefix(got, "0 tools") {
+		t.Errorf("idler's catalog after the stop: %q, want it kept (%q)", got, catalog)
+	}
+	if got := eval[string](t, ctx, idlerRow+`.querySelector('[data-f="attempt"]').textContent`); !strings.HasPrefix(got, "0 of") {
+		t.Errorf("idler's attempt after the stop: %q, want no retry spent", got)
+	}
+	browse(t, ctx, "click reconnect on idler", chromedp.Click(chromedp.CSS(`.server[data-server="idler"] [data-f="reconnect"]`)))
+	pollPage(t, ctx, idlerRow+`.dataset.state === "established" && !`+idlerRow+`.querySelector('[data-f="stop"]').disabled`, e2eDeadline)
 
 	// A restart: the page notices the stream's end, then follows the
 	// next mcpkeep on the same address by itself (the cookie, derived

@@ -45,7 +45,7 @@
     row.dataset.state = s.state;
     field(row, "name").textContent = s.name;
     field(row, "state").textContent = s.state;
-    field(row, "start").textContent = s.start + (s.cached ? " · cached" : "");
+    field(row, "start").textContent = s.start + (s.cached ? " · cached" : "") + (s.idleable ? " · idle stop" : "");
     field(row, "gen").textContent = s.gen;
     field(row, "inflight").textContent = s.inFlight;
     field(row, "attempt").textContent = `${s.attempt} of ${s.maxAttempts}`;
