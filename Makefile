@@ -13,8 +13,13 @@ build:
 	$(GO) build ./...
 	$(GO) build -trimpath -ldflags "-s -w" -o bin/mcpkeep ./cmd/mcpkeep
 
+# Without a Chromium the live page's browser test skips: said here, since
+# go test prints no skip without -v (.ci/run installs Debian's chromium).
+BROWSERS := chromium chromium-browser google-chrome google-chrome-stable
 test:
 	$(GO) vet ./...
+	@$(foreach b,$(BROWSERS),command -v $(b) >/dev/null 2>&1 ||) \
+		echo "make test: no Chromium on PATH: the live page's browser test (TestLivePageInBrowser) is skipped; apt-get install -y chromium" >&2
 	$(GO) test $(RACE) -count=1 -timeout 600s ./...
 
 # Each fuzz target for FUZZTIME, one after another (docs/design.md §19). Their
@@ -36,11 +41,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# Every committed rendering of fsm.Table: diagrams/ and README.md's mermaid
-# block. The drift test (internal/cmd/diagrams, part of make test) fails
-# when they are stale.
+# Every committed rendering of fsm.Table: diagrams/, README.md's mermaid
+# block and the live page's chart (proxy/ui/lifecycle.svg). The drift test
+# (internal/cmd/diagrams, part of make test) fails when they are stale.
 diagram:
-	$(GO) run ./internal/cmd/diagrams -o diagrams -readme README.md
+	$(GO) run ./internal/cmd/diagrams -o diagrams -readme README.md -page proxy/ui/lifecycle.svg
 
 # The benchmark suite (internal/benchsuite): each figure beside its
 # comparison, measured in one run; prints the table, writes docs/benchmarks.md.

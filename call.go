@@ -55,7 +55,7 @@ func (s *Supervisor) Call(ctx context.Context, tool string, args any, opts *Call
 
 // beginCall is what Call and CallRaw do first: refuse a tool Expose
 // hides, settle the request's log level, and count the request for the
-// idle stop until done.
+// request in flight until done (useBegin).
 func (s *Supervisor) beginCall(tool string, opts *CallOptions) (level mcp.LoggingLevel, done func(), err error) {
 	if !s.opts.Expose.AdmitsTool(tool) {
 		return "", nil, fmt.Errorf("mcpkeep: server %q: tool %q: %w", s.opts.Name, tool, ErrUnknownTool)
@@ -66,11 +66,8 @@ func (s *Supervisor) beginCall(tool string, opts *CallOptions) (level mcp.Loggin
 	if level == "" {
 		level = s.levelFast()
 	}
-	if s.opts.idleStop <= 0 {
-		return level, func() {}, nil
-	}
 	s.useBegin()
-	return level, s.useEnd, nil
+	return level, s.endUse, nil
 }
 
 // callLoop is Call's outage loop. A call already lost on lostGen (with
@@ -169,10 +166,8 @@ func (s *Supervisor) Complete(ctx context.Context, params *mcp.CompleteParams, o
 // generation.begin) and, when opts ask for progress, a token.
 func request[R any](s *Supervisor, ctx context.Context, opts *CallOptions, fn func(context.Context, *generation, any) (R, error)) (R, error) {
 	var zero R
-	if s.opts.idleStop > 0 {
-		s.useBegin()
-		defer s.useEnd()
-	}
+	s.useBegin()
+	defer s.useEnd()
 	w := readyWait{hb: newHeartbeat(opts)}
 	defer w.stop()
 	for {

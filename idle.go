@@ -43,14 +43,23 @@ func (c StartCause) String() string {
 	return ""
 }
 
-// useBegin and useEnd bracket every request when an idle stop is set: the
-// idle timer's guard reads what they count.
+// useBegin and useEnd bracket every request: the count is what
+// Snapshot.InFlight shows (docs/design.md §28) and, when an idle stop is
+// set, what the idle timer's guard reads with the time of the last use
+// (only then is the clock read: the call path pays two atomic adds
+// otherwise).
 func (s *Supervisor) useBegin() {
 	s.active.Add(1)
-	s.lastUse.Store(s.opts.Clock.Now().UnixNano())
+	if s.opts.idleStop > 0 {
+		s.lastUse.Store(s.opts.Clock.Now().UnixNano())
+	}
 }
 
 func (s *Supervisor) useEnd() {
+	if s.opts.idleStop <= 0 {
+		s.active.Add(-1)
+		return
+	}
 	s.lastUse.Store(s.opts.Clock.Now().UnixNano())
 	if s.active.Add(-1) == 0 && s.syncHold.Load() {
 		// A demand start's lists wait for this (holdSync).
@@ -63,17 +72,22 @@ func (s *Supervisor) useEnd() {
 // busy: a request is in flight, a resource subscription is held, or the
 // last request ended less than the idle window ago.
 func (s *Supervisor) busy() bool {
-	if s.active.Load() > 0 {
-		return true
-	}
-	s.sticky.Lock()
-	subs := len(s.sticky.subs)
-	s.sticky.Unlock()
-	if subs > 0 {
+	if s.inUse() {
 		return true
 	}
 	last := s.lastUse.Load()
 	return last != 0 && s.opts.Clock.Now().UnixNano()-last < int64(s.opts.idleStop)
+}
+
+// inUse: a request is in flight or a resource subscription is held (what
+// a person's idle stop waits for: it does not wait for the window).
+func (s *Supervisor) inUse() bool {
+	if s.active.Load() > 0 {
+		return true
+	}
+	s.sticky.Lock()
+	defer s.sticky.Unlock()
+	return len(s.sticky.subs) > 0
 }
 
 // idleRemaining is how long after now the idle window of the last request
@@ -125,11 +139,18 @@ func (lc *lifecycle) onIdleTimeout(m message) {
 		return
 	}
 	g.idleTimer = nil
+	lc.stopForIdle(t, g, slog.Duration("idle", lc.opts.idleStop))
+}
+
+// stopForIdle ends g, closed to new requests and found quiet, for an idle
+// stop (the timer's or a person's, stopidle.go): released at its barrier
+// leads to idle.
+func (lc *lifecycle) stopForIdle(t fsm.Transition, g *generation, why slog.Attr) {
 	if h := lc.s.testHooks; h != nil && h.idleStop != nil {
 		h.idleStop()
 	}
 	lc.idleStopping = true
-	lc.log(slog.LevelInfo, "idle stop", g, slog.Duration("idle", lc.opts.idleStop))
+	lc.log(slog.LevelInfo, "idle stop", g, why)
 	lc.enterLost(t, g, nil)
 	lc.checkBarrier(g)
 }

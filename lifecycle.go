@@ -108,10 +108,15 @@ func (lc *lifecycle) facts(m message) fsm.Facts {
 		g := lc.gens[m.gen]
 		f.Stale = g == nil || g != lc.cur
 		f.Repeated = g != nil && g.failed
-		if m.kind == mIdleTimeout {
+		switch m.kind {
+		case mIdleTimeout:
 			// Read after onIdleTimeout closed g to new requests.
 			f.CallsOpen = g != nil && g.callsOpen()
 			f.Busy = lc.s.busy()
+		case mStopIdle:
+			// A person's stop (onStopIdle): the window is not waited for.
+			f.CallsOpen = g != nil && g.callsOpen()
+			f.Busy = lc.s.inUse()
 		}
 	}
 	return f

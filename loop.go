@@ -27,6 +27,7 @@ import "github.com/mcpkeep/mcpkeep/fsm"
 //	mDemand          idle.go        onDemand        demand
 //	mIdleTimeout     idle.go        onIdleTimeout   idle_timeout
 //	mSyncRelease     idle.go        onSyncRelease   (no event: a held sync starts)
+//	mStopIdle        stopidle.go    onStopIdle      idle_timeout (a person's idle stop)
 func (s *Supervisor) loop() {
 	defer close(s.done)
 	defer close(s.stop)
@@ -96,5 +97,7 @@ func (lc *lifecycle) handle(m message) {
 		lc.onIdleTimeout(m)
 	case mSyncRelease:
 		lc.onSyncRelease(m)
+	case mStopIdle:
+		m.reply <- lc.onStopIdle(m)
 	}
 }

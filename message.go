@@ -29,6 +29,7 @@ const (
 	mDemand                         // host: a request needs the (idle) server
 	mIdleTimeout                    // timer: gen's idle window elapsed
 	mSyncRelease                    // requests: the demand's requests ended (or timer: the hold's bound)
+	mStopIdle                       // host: stop the established gen for idleness now (StopIdle)
 )
 
 // message is the only way into the loop. gen names the generation the

@@ -63,7 +63,7 @@ func (lc *lifecycle) publish() {
 		NextRetry: lc.nextRetry, LastErr: lc.lastErr, Started: true,
 		Tools: lc.tools, Prompts: len(lc.listed.prompts), Resources: len(lc.listed.resources), Templates: len(lc.listed.templates),
 		Cached: lc.hinted, Starting: lc.starting(), IdleStopping: lc.idleStopping,
-		Lazy: lc.opts.Lazy,
+		Lazy: lc.opts.Lazy, IdleStop: max(lc.opts.idleStop, 0),
 	}
 	s := lc.s
 	s.mu.Lock()

@@ -32,6 +32,14 @@ type Snapshot struct {
 	IdleStopping bool
 	// Lazy: the server starts on demand (Options.Lazy).
 	Lazy bool
+	// IdleStop is the server's idle stop (zero: none). A server with one
+	// may be stopped for idleness by hand (Supervisor.StopIdle).
+	IdleStop time.Duration
+	// InFlight is the number of the host's requests (calls, prompts,
+	// reads, completions) in flight through the supervisor when State was
+	// called, waiting ones included; read by State, never published (a
+	// request is not a change of the snapshot).
+	InFlight int
 }
 
 // Stats counts what the loop dropped: events of stale generations, second

@@ -45,10 +45,12 @@ type Supervisor struct {
 	replays atomic.Uint64
 	// held counts and logs the requests held through an outage (held.go).
 	held heldCalls
-	// active counts the requests in flight and lastUse is when the last
-	// one began or ended (clock UnixNano), when an idle stop is set.
+	// active counts the requests in flight (Snapshot.InFlight) and
+	// lastUse is when the last one began or ended (clock UnixNano), when
+	// an idle stop is set. endUse is useEnd, bound once (beginCall).
 	active  atomic.Int64
 	lastUse atomic.Int64
+	endUse  func()
 	// syncHold: a demand start's lists wait for the requests to end
 	// (holdSync); useEnd tells the loop when they did.
 	syncHold atomic.Bool
@@ -96,6 +98,7 @@ func New(opts Options) (*Supervisor, error) {
 	s.mu.changed = make(chan struct{})
 	s.mu.snap = Snapshot{Server: r.Name, State: fsm.Connecting, MaxAttempts: r.policy.MaxAttempts}
 	s.lc = newLifecycle(s)
+	s.endUse = s.useEnd
 	s.sticky.roots, s.sticky.haveRoots = slices.Clone(r.Roots), r.Roots != nil
 	return s, nil
 }
@@ -286,11 +289,14 @@ func (s *Supervisor) Reconnect() error {
 	}
 }
 
-// State returns a snapshot of the supervisor.
+// State returns a snapshot of the supervisor, with the requests in
+// flight at this moment.
 func (s *Supervisor) State() Snapshot {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.snap
+	snap := s.mu.snap
+	s.mu.Unlock()
+	snap.InFlight = int(max(s.active.Load(), 0))
+	return snap
 }
 
 // Changed returns a channel closed at the next snapshot change.

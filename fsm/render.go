@@ -19,10 +19,13 @@ func DOT() string {
 	b.WriteString("\tedge [fontname=\"Helvetica\", fontsize=10];\n")
 	b.WriteString("\t__start [shape=point, width=0.15, label=\"\"];\n")
 	for _, s := range States {
+		// Each state in its colour (State.Color), a light tint inside:
+		// the live page lights states in the same colours (docs/design.md §28).
+		c := s.Color()
 		if s.Terminal() {
-			fmt.Fprintf(&b, "\t%q [shape=doublecircle, style=\"\"];\n", s.String())
+			fmt.Fprintf(&b, "\t%q [shape=doublecircle, style=filled, color=%q, fillcolor=%q, penwidth=1.5];\n", s.String(), c, c+"22")
 		} else {
-			fmt.Fprintf(&b, "\t%q;\n", s.String())
+			fmt.Fprintf(&b, "\t%q [style=\"rounded,filled\", color=%q, fillcolor=%q, penwidth=1.5];\n", s.String(), c, c+"22")
 		}
 	}
 	fmt.Fprintf(&b, "\t__start -> %q;\n", Initial.String())

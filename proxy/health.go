@@ -30,19 +30,22 @@ type Health struct {
 		expected []string
 		stopping bool
 	}
+	// ui feeds the live page (ui_hub.go, docs/design.md §28).
+	ui *uiHub
 }
 
 // NewHealth returns a Health that has seen nothing yet.
 func NewHealth() *Health {
-	h := &Health{}
+	h := &Health{ui: newUIHub()}
 	h.mu.established = map[string]bool{}
 	return h
 }
 
-// Observer records establishments. It runs on the supervisors' loops and
+// Observer records establishments, and feeds the live page. It runs on the supervisors' loops and
 // only takes a short lock.
 func (h *Health) Observer() mcpkeep.Observer {
 	return func(t mcpkeep.Transition) {
+		h.ui.observe(t)
 		if t.To != fsm.Established {
 			return
 		}
@@ -67,6 +70,7 @@ func (h *Health) Stop() {
 	h.mu.Lock()
 	h.mu.stopping = true
 	h.mu.Unlock()
+	h.ui.stop()
 }
 
 // Readiness is the body of /readyz; `mcpkeep status` reads it.

@@ -23,6 +23,17 @@ type HTTPOptions struct {
 	Metrics http.Handler
 }
 
+// crossOrigin is the browser-origin check of /mcp and the live page.
+func (o HTTPOptions) crossOrigin() (*http.CrossOriginProtection, error) {
+	cop := http.NewCrossOriginProtection()
+	for _, origin := range o.TrustedOrigins {
+		if err := cop.AddTrustedOrigin(origin); err != nil {
+			return nil, fmt.Errorf("trusted origin %q: %w", origin, err)
+		}
+	}
+	return cop, nil
+}
+
 // Handler serves hosts over Streamable HTTP at /mcp, any number of host
 // sessions over the same servers, hosts of both eras on the one endpoint
 // (era.go), with /healthz, /readyz and, when given,
@@ -32,11 +43,9 @@ type HTTPOptions struct {
 // Sec-Fetch-Site says so); DNS rebinding on loopback is the SDK
 // handler's own Host check.
 func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
-	cop := http.NewCrossOriginProtection()
-	for _, origin := range o.TrustedOrigins {
-		if err := cop.AddTrustedOrigin(origin); err != nil {
-			return nil, fmt.Errorf("trusted origin %q: %w", origin, err)
-		}
+	cop, err := o.crossOrigin()
+	if err != nil {
+		return nil, err
 	}
 	idle := cmp.Or(s.opts.SessionIdle, DefaultSessionIdle)
 	if idle < 0 {
@@ -54,6 +63,9 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 	if o.Metrics != nil {
 		mux.Handle("/metrics", rebindGuard(bearer(o.Token, o.Metrics)))
 	}
+	ui := s.uiHandler(o.Token, cop) // the live page, docs/design.md §28
+	mux.Handle("/ui/", ui)
+	mux.Handle("/ui", ui)
 	mux.Handle("/", s.health.Handler(s.getPool, o.Token))
 	return mux, nil
 }
@@ -80,17 +92,32 @@ func carriesToken(r *http.Request, token string) bool {
 	return token != "" && subtle.ConstantTimeCompare(got, []byte("Bearer "+token)) == 1
 }
 
-// OpsHandler serves /healthz and /readyz alone (for a listener without
-// MCP, such as --metrics-listen); metrics, when given, at /metrics. Like
-// the probes, /metrics on a loopback listener refuses a Host that is not
-// loopback (DNS rebinding, docs/design.md §19).
+// OpsHandler serves /healthz, /readyz and the live page /ui (for a
+// listener without MCP, such as --metrics-listen); metrics, when given,
+// at /metrics. Like the probes, /metrics on a loopback listener refuses
+// a Host that is not loopback (DNS rebinding, docs/design.md §19).
 func (s *Server) OpsHandler(metrics http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	if metrics != nil {
-		mux.Handle("/metrics", rebindGuard(metrics))
+	h, _ := s.OpsHandlerWith(HTTPOptions{Metrics: metrics}) // no origins: cannot fail
+	return h
+}
+
+// OpsHandlerWith is OpsHandler with o's Token and TrustedOrigins applied
+// to the live page (docs/design.md §28); /metrics and the probes stay as
+// OpsHandler serves them.
+func (s *Server) OpsHandlerWith(o HTTPOptions) (http.Handler, error) {
+	cop, err := o.crossOrigin()
+	if err != nil {
+		return nil, err
 	}
+	mux := http.NewServeMux()
+	if o.Metrics != nil {
+		mux.Handle("/metrics", rebindGuard(o.Metrics))
+	}
+	ui := s.uiHandler(o.Token, cop)
+	mux.Handle("/ui/", ui)
+	mux.Handle("/ui", ui)
 	mux.Handle("/", s.health.Handler(s.getPool, ""))
-	return mux
+	return mux, nil
 }
 
 // hostWriteBound is the longest one write to an HTTP host may block: a

@@ -49,6 +49,12 @@ func (p pinned) SessionOptions() *mcp.ClientSessionOptions {
 // (transport.Memory), and the features of serveFeatures.
 func newRig(t *testing.T, opts Options, names ...string) *rig {
 	t.Helper()
+	return newRigWith(t, opts, nil, names...)
+}
+
+// newRigWith is newRig with more configuration keys for some servers.
+func newRigWith(t *testing.T, opts Options, extra map[string]map[string]any, names ...string) *rig {
+	t.Helper()
 	r := &rig{t: t, mems: map[string]*transport.Memory{}}
 	servers := map[string]any{}
 	for _, name := range names {
@@ -56,7 +62,11 @@ func newRig(t *testing.T, opts Options, names ...string) *rig {
 		m.Serve = func(gen uint64, s *mcp.Server) { serveFeatures(name, gen, s) }
 		m.ServerOptions = func(gen uint64) *mcp.ServerOptions { return featureOptions(name) }
 		r.mems[name] = m
-		servers[name] = map[string]any{"command": "mem-" + name}
+		sc := map[string]any{"command": "mem-" + name}
+		for k, v := range extra[name] {
+			sc[k] = v
+		}
+		servers[name] = sc
 	}
 	cfg := mustConfig(t, map[string]any{"mcpServers": servers,
 		"reconnect": map[string]any{"initialDelayMs": 10, "maxDelayMs": 50, "maxAttempts": 3}})

@@ -34,7 +34,7 @@ func (l *listenOpts) register(f *pflag.FlagSet) {
 	f.BoolVar(&l.stdio, "stdio", false, "with --listen, also serve a host on stdin/stdout")
 	f.StringVar(&l.tokenEnv, "auth-token-env", "", "with --listen, require \"Authorization: Bearer <token>\" with the token in the environment variable `VAR` (required off loopback)")
 	f.StringArrayVar(&l.origins, "allow-origin", nil, "with --listen, a browser `ORIGIN` allowed besides the server's own (repeatable)")
-	f.StringVar(&l.metrics, "metrics-listen", "", "serve /healthz, /readyz and /metrics (no MCP) at `ADDR`, e.g. "+defaultOpsAddr)
+	f.StringVar(&l.metrics, "metrics-listen", "", "serve /healthz, /readyz, /metrics and the live page /ui (no MCP) at `ADDR`, e.g. "+defaultOpsAddr)
 }
 
 // check validates the combination and reads the token.

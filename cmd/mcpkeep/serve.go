@@ -74,7 +74,9 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 
 	m := metrics.New(sv.log)
 	opts := sv.opts
-	opts.Logger = sv.log
+	// The live page shows each server's last stderr tail from the log
+	// (proxy.LogTap, docs/design.md §28).
+	opts.Logger = slog.New(proxy.NewLogTap(sv.log.Handler()))
 	if sv.sdkLog {
 		opts.SDKLogger = sv.log.With(slog.String("component", "sdk"))
 	}
@@ -111,7 +113,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 				servers = append(servers, hs)
 				addr := hs.Addr
 				sv.log.Info("listening", slog.String("addr", addr), slog.String("mcp", "http://"+addr+"/mcp"),
-					slog.Bool("auth", sv.listen.token != ""))
+					slog.String("ui", "http://"+addr+"/ui"), slog.Bool("auth", sv.listen.token != ""))
 			}
 		}
 		if err != nil {
@@ -120,13 +122,19 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 		}
 	}
 	if sv.listen.metrics != "" && code == 0 {
-		hs, err := listenAndServe(sv.listen.metrics, srv.OpsHandler(m.Handler(poolOf)))
+		// The live page there takes the same token and origins as --listen.
+		h, err := srv.OpsHandlerWith(proxy.HTTPOptions{Token: sv.listen.token, TrustedOrigins: sv.listen.origins,
+			Metrics: m.Handler(poolOf)})
+		var hs *http.Server
+		if err == nil {
+			hs, err = listenAndServe(sv.listen.metrics, h)
+		}
 		if err != nil {
 			sv.log.Error("cannot serve health and metrics", slog.Any("err", fmt.Errorf("--metrics-listen: %w", err)))
 			code = 1
 		} else {
 			servers = append(servers, hs)
-			sv.log.Info("serving health and metrics", slog.String("addr", hs.Addr))
+			sv.log.Info("serving health and metrics", slog.String("addr", hs.Addr), slog.String("ui", "http://"+hs.Addr+"/ui"))
 		}
 	}
 

@@ -20,13 +20,15 @@ const root = "../../.."
 
 // TestCommittedRenderingsMatchDeclaration is the project's one drift check:
 // diagrams/ must hold exactly what this command renders from fsm.Table
-// (DOT, Mermaid and SVG, compared byte for byte), and README.md's mermaid
-// block must be that same Mermaid. After an intended change to the table:
+// (DOT, Mermaid and SVG, compared byte for byte), the live page's embedded
+// chart (proxy/ui/lifecycle.svg) that same SVG, and README.md's mermaid
+// block that same Mermaid. After an intended change to the table:
 // make diagram (or go test ./internal/cmd/diagrams -update).
 func TestCommittedRenderingsMatchDeclaration(t *testing.T) {
 	dir, readme := filepath.Join(root, "diagrams"), filepath.Join(root, "README.md")
+	page := filepath.Join(root, "proxy", "ui", "lifecycle.svg")
 	if *update {
-		if err := write(dir, readme); err != nil {
+		if err := write(dir, readme, page); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,6 +46,15 @@ func TestCommittedRenderingsMatchDeclaration(t *testing.T) {
 		}
 		if !bytes.Equal(got, r.data) {
 			t.Errorf("diagrams/%s is stale: run make diagram\n%s", r.name, firstDiff(string(got), string(r.data)))
+		}
+		if r.name == pageSVG {
+			// The live page's embedded copy (docs/design.md §28).
+			if got, err := os.ReadFile(page); err != nil {
+				t.Errorf("%v: run make diagram", err)
+			} else if !bytes.Equal(got, r.data) {
+				t.Errorf("proxy/ui/lifecycle.svg (the live page's chart) is stale: run make diagram\n%s",
+					firstDiff(string(got), string(r.data)))
+			}
 		}
 	}
 	entries, err := os.ReadDir(dir)

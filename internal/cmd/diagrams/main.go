@@ -1,9 +1,10 @@
 // Command diagrams regenerates every committed rendering of the declared
 // lifecycle (fsm.Table): lifecycle.dot, lifecycle.mmd and lifecycle.svg in a
-// directory, and, with -readme, the mermaid block of README.md. `make
-// diagram` runs it from the repository root:
+// directory, with -readme the mermaid block of README.md, and with -page
+// the live page's copy of the SVG (docs/design.md §28: proxy embeds it).
+// `make diagram` runs it from the repository root:
 //
-//	go run ./internal/cmd/diagrams -o diagrams -readme README.md
+//	go run ./internal/cmd/diagrams -o diagrams -readme README.md -page proxy/ui/lifecycle.svg
 //
 // It is a build-time tool and the only package that links the SVG renderer
 // (github.com/goccy/go-graphviz, Graphviz compiled to WebAssembly and run in
@@ -36,14 +37,16 @@ func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("diagrams", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: go run ./internal/cmd/diagrams [-o DIR] [-readme FILE]\n\n"+
+		fmt.Fprint(stderr, "Usage: go run ./internal/cmd/diagrams [-o DIR] [-readme FILE] [-page FILE]\n\n"+
 			"Writes lifecycle.dot, lifecycle.mmd and lifecycle.svg, rendered from fsm.Table,\n"+
 			"into DIR; with -readme, also rewrites FILE's mermaid block (the file must\n"+
-			"hold exactly one). `make diagram` passes -o diagrams -readme README.md.\n\nFlags:\n")
+			"hold exactly one); with -page, also writes the SVG to FILE. `make diagram`\n"+
+			"passes -o diagrams -readme README.md -page proxy/ui/lifecycle.svg.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	dir := fs.String("o", "diagrams", "output directory")
 	readme := fs.String("readme", "", "also rewrite this Markdown file's mermaid block")
+	page := fs.String("page", "", "also write the SVG to this file (the live page's embedded copy)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -55,12 +58,15 @@ func run(args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := write(*dir, *readme); err != nil {
+	if err := write(*dir, *readme, *page); err != nil {
 		fmt.Fprintf(stderr, "diagrams: %v\n", err)
 		return 1
 	}
 	return 0
 }
+
+// pageSVG is the rendering the live page embeds a copy of (-page).
+const pageSVG = "lifecycle.svg"
 
 // A rendering is one committed file: its name in diagrams/ and its content.
 type rendering struct {
@@ -83,10 +89,11 @@ func renderings() ([]rendering, error) {
 	}, nil
 }
 
-// write renders into dir (created if missing) and, unless readme is empty,
-// replaces that file's mermaid block with fsm.Mermaid(). Files whose
-// content is already right are left untouched.
-func write(dir, readme string) error {
+// write renders into dir (created if missing), unless page is empty
+// writes the SVG there too, and, unless readme is empty, replaces that
+// file's mermaid block with fsm.Mermaid(). Files whose content is already
+// right are left untouched.
+func write(dir, readme, page string) error {
 	rs, err := renderings()
 	if err != nil {
 		return err
@@ -97,6 +104,11 @@ func write(dir, readme string) error {
 	for _, r := range rs {
 		if err := writeIfChanged(filepath.Join(dir, r.name), r.data); err != nil {
 			return err
+		}
+		if r.name == pageSVG && page != "" {
+			if err := writeIfChanged(page, r.data); err != nil {
+				return err
+			}
 		}
 	}
 	if readme == "" {
