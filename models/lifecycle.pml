@@ -33,7 +33,7 @@
 #define MAXHANG 1
 #endif
 #ifndef NREQ
-#define NREQ 2
+#define NREQ 1
 #endif
 #ifndef MAXATT
 #define MAXATT 2

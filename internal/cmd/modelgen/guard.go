@@ -61,7 +61,12 @@ func expr(g fsm.Guard, names []string) string {
 	case len(terms) == int(all)+1:
 		return "1"
 	}
-	primes := primeImplicants(terms)
+	return render(primeImplicants(terms), names)
+}
+
+// render writes a disjunction of products over the fact variables.
+func render(primes []term, names []string) string {
+	n := uint32(len(names))
 	var ors []string
 	for _, p := range primes {
 		var ands []string

@@ -26,6 +26,9 @@ const (
 // ErrCounterexample: SPIN found a run that breaks a property.
 var ErrCounterexample = errors.New("SPIN found a counterexample")
 
+// ErrIncomplete: the search was cut short (memory, depth): it proves nothing.
+var ErrIncomplete = errors.New("the SPIN search did not complete")
+
 // ErrNoSpin: spin or a C compiler is not on PATH.
 var ErrNoSpin = errors.New("spin and a C compiler (gcc) must be on PATH: apt-get install spin gcc")
 
@@ -54,7 +57,12 @@ const runTimeout = 15 * time.Minute
 // a scratch directory, runs the safety search and then each liveness
 // claim, and prints what each explored. The first counterexample stops
 // it: its trail is replayed and printed as the model's own events.
-func checkModel(dir string, src []byte, w io.Writer) error {
+func checkModel(dir string, src []byte, w io.Writer) error { return check(dir, src, w, "-O1") }
+
+// check is checkModel compiling pan with the C optimisation opt (the
+// mutants, whose searches end at their first counterexample, take -O0:
+// a faster compile).
+func check(dir string, src []byte, w io.Writer, opt string) error {
 	for _, tool := range []string{"spin", "gcc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("modelgen: %s: %w", tool, ErrNoSpin)
@@ -87,7 +95,7 @@ func checkModel(dir string, src []byte, w io.Writer) error {
 	built := map[bool]bool{}
 	for _, p := range properties {
 		if !built[p.live] {
-			if err := build(work, p.live); err != nil {
+			if err := build(work, p.live, opt); err != nil {
 				return err
 			}
 			built = map[bool]bool{p.live: true}
@@ -99,6 +107,10 @@ func checkModel(dir string, src []byte, w io.Writer) error {
 		r := parse(out)
 		fmt.Fprintf(w, "model: %-8s %9d states stored, %10d transitions, %6.1fs, errors: %d\n",
 			p.name, r.stored, r.trans, r.elapsed.Seconds(), r.errors)
+		if strings.Contains(out, "MEMLIM") || strings.Contains(out, "max search depth too small") {
+			fmt.Fprint(w, reason(out))
+			return fmt.Errorf("modelgen: %s: %w", p.name, ErrIncomplete)
+		}
 		if r.errors > 0 || !strings.Contains(out, "errors: 0") {
 			fmt.Fprintf(w, "model: counterexample for %s:\n", p.name)
 			fmt.Fprint(w, reason(out))
@@ -129,9 +141,11 @@ func command(dir, name string, args ...string) (string, error) {
 
 // build generates pan.c and compiles the verifier: without cycle
 // detection for the safety search, with it (and weak fairness) for LTL.
-func build(dir string, live bool) error {
+func build(dir string, live bool, opt string) error {
 	spinArgs := []string{"-a", modelFile}
-	ccArgs := []string{"-O1", "-w", "-o", "pan", "pan.c"}
+	// MEMLIM: a search that outgrows 2 GiB fails instead of swapping;
+	// NFAIR: weak fairness over every process the model may run.
+	ccArgs := []string{opt, "-w", "-DMEMLIM=2048", "-DNFAIR=12", "-o", "pan", "pan.c"}
 	if live {
 		spinArgs = append([]string{"-DLIVE"}, spinArgs...)
 	} else {
@@ -145,7 +159,7 @@ func build(dir string, live bool) error {
 }
 
 func search(dir string, p property) (string, error) {
-	args := []string{"-m1000000", "-w26"}
+	args := []string{"-m1000000"}
 	if p.live {
 		args = append(args, "-a", "-f", "-N", p.name)
 	}
@@ -190,7 +204,7 @@ func reason(out string) string {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		l := sc.Text()
-		if strings.HasPrefix(l, "pan:") && !strings.Contains(l, "wrote") && !strings.Contains(l, "elapsed") && !strings.Contains(l, "rate") ||
+		if strings.HasPrefix(l, "pan:") && !strings.HasPrefix(l, "pan: elapsed") && !strings.Contains(l, "wrote") && !strings.Contains(l, "elapsed") && !strings.Contains(l, "rate") ||
 			strings.Contains(l, "Search not completed") || strings.Contains(l, "max search depth too small") {
 			b.WriteString("  " + l + "\n")
 		}
