@@ -293,23 +293,25 @@ inline fsm_clear() {
 /* fsm_print_drop(ev): the drop, for the trail. */
 inline fsm_print_drop(ev) {
 	if
-	:: ev == E_connected -> printf("EV   drop: connected in state %d\n", fsm_st)
-	:: ev == E_failed -> printf("EV   drop: failed in state %d\n", fsm_st)
-	:: ev == E_tools_changed -> printf("EV   drop: tools_changed in state %d\n", fsm_st)
-	:: ev == E_dispose -> printf("EV   drop: dispose in state %d\n", fsm_st)
-	:: ev == E_closed -> printf("EV   drop: closed in state %d\n", fsm_st)
-	:: ev == E_stable -> printf("EV   drop: stable in state %d\n", fsm_st)
-	:: ev == E_reconnect -> printf("EV   drop: reconnect in state %d\n", fsm_st)
-	:: ev == E_released -> printf("EV   drop: released in state %d\n", fsm_st)
-	:: ev == E_stuck -> printf("EV   drop: stuck in state %d\n", fsm_st)
-	:: ev == E_retry_due -> printf("EV   drop: retry_due in state %d\n", fsm_st)
-	:: ev == E_drained -> printf("EV   drop: drained in state %d\n", fsm_st)
-	:: ev == E_drain_timeout -> printf("EV   drop: drain_timeout in state %d\n", fsm_st)
-	:: ev == E_catalog_changed -> printf("EV   drop: catalog_changed in state %d\n", fsm_st)
-	:: ev == E_demand -> printf("EV   drop: demand in state %d\n", fsm_st)
-	:: ev == E_idle_timeout -> printf("EV   drop: idle_timeout in state %d\n", fsm_st)
+	:: ev == E_connected -> printf("EV   drop: connected in state ")
+	:: ev == E_failed -> printf("EV   drop: failed in state ")
+	:: ev == E_tools_changed -> printf("EV   drop: tools_changed in state ")
+	:: ev == E_dispose -> printf("EV   drop: dispose in state ")
+	:: ev == E_closed -> printf("EV   drop: closed in state ")
+	:: ev == E_stable -> printf("EV   drop: stable in state ")
+	:: ev == E_reconnect -> printf("EV   drop: reconnect in state ")
+	:: ev == E_released -> printf("EV   drop: released in state ")
+	:: ev == E_stuck -> printf("EV   drop: stuck in state ")
+	:: ev == E_retry_due -> printf("EV   drop: retry_due in state ")
+	:: ev == E_drained -> printf("EV   drop: drained in state ")
+	:: ev == E_drain_timeout -> printf("EV   drop: drain_timeout in state ")
+	:: ev == E_catalog_changed -> printf("EV   drop: catalog_changed in state ")
+	:: ev == E_demand -> printf("EV   drop: demand in state ")
+	:: ev == E_idle_timeout -> printf("EV   drop: idle_timeout in state ")
 	:: else -> skip
-	fi
+	fi;
+	fsm_print_state(fsm_st);
+	printf("\n")
 }
 
 /* fsm_print_state(s): a state's name, for the trail. */

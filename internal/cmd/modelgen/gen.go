@@ -116,9 +116,9 @@ inline fsm_print_drop(ev) {
 	if
 `)
 	for _, e := range fsm.Events {
-		p("\t:: ev == E_%s -> printf(\"EV   drop: %s in state %%d\\n\", fsm_st)\n", ident(e.String()), e)
+		p("\t:: ev == E_%s -> printf(\"EV   drop: %s in state \")\n", ident(e.String()), e)
 	}
-	p("\t:: else -> skip\n\tfi\n}\n")
+	p("\t:: else -> skip\n\tfi;\n\tfsm_print_state(fsm_st);\n\tprintf(\"\\n\")\n}\n")
 	p("\n/* fsm_print_state(s): a state's name, for the trail. */\ninline fsm_print_state(s) {\n\tif\n")
 	for _, s := range fsm.States {
 		p("\t:: s == S_%s -> printf(\"%s\")\n", ident(s.String()), s)

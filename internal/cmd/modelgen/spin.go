@@ -225,7 +225,7 @@ func reason(out string) string {
 // (its printf lines, "EV ...") and SPIN's verdict lines, so the
 // counterexample reads as a sequence of events.
 func replay(dir string, p property) (string, error) {
-	args := []string{"-t"}
+	args := []string{"-t", "-T"} // -T: printf lines unindented
 	// The trail names its claim: spin -t replays against that one.
 	args = append(args, p.defs...)
 	args = append(args, modelFile)
