@@ -261,7 +261,7 @@ type fastReq struct {
 	args   json.RawMessage
 	token  any // the host's progress token, or nil
 	modern bool
-	trace  mcpkeep.TraceContext // the host's (docs/design.md §27)
+	trace  *mcpkeep.TraceContext // the host's, or nil (docs/design.md §27; a pointer keeps fastReq small enough for the go statement in call to copy)
 }
 
 // serve starts serving req on the fast path, or says it is the SDK's.
@@ -282,8 +282,10 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
-	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion,
-		trace: mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}}
+	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
+	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
+		fr.trace = &mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}
+	}
 	if fr.modern {
 		t, _ := meta.triple()
 		c.mu.Lock()
@@ -399,7 +401,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	u := c.s.up
 	pool := u.pool()
 	relay := u.host.progressTo(ctx, fr.ss, fr.token)
-	ctx, endTrace := c.s.traceFast(ctx, fr) // docs/design.md §27
+	ctx, endTrace := c.s.traceFast(ctx, fr.public, fr.ss, fr.trace) // docs/design.md §27
 	if !fr.modern {
 		defer u.host.carry(fr.server, fr.ss)()
 		// Counted in flight for Shutdown; ctx already ends with the

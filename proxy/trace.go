@@ -73,11 +73,16 @@ func (s *Server) startTrace(ctx context.Context, method, name string, ss *mcp.Se
 }
 
 // traceFast starts a fast call's trace (its _meta was read by serve).
-func (s *Server) traceFast(ctx context.Context, fr fastReq) (context.Context, func(json.RawMessage, error)) {
-	if s.opts.Tracer == nil {
-		return mcpkeep.WithTrace(ctx, fr.trace, nil), func(json.RawMessage, error) {}
+// It takes fr's fields, not fr, which would move fr to the heap.
+func (s *Server) traceFast(ctx context.Context, public string, ss *mcp.ServerSession, host *mcpkeep.TraceContext) (context.Context, func(json.RawMessage, error)) {
+	var tc mcpkeep.TraceContext
+	if host != nil {
+		tc = *host
 	}
-	ctx, end := s.startTrace(ctx, "tools/call", fr.public, fr.ss, fr.trace)
+	if s.opts.Tracer == nil {
+		return mcpkeep.WithTrace(ctx, tc, nil), func(json.RawMessage, error) {}
+	}
+	ctx, end := s.startTrace(ctx, "tools/call", public, ss, tc)
 	return ctx, func(raw json.RawMessage, err error) {
 		if err == nil && isErrorResult(raw) {
 			err = mcpkeep.ErrToolResult
