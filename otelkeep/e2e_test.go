@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/mcpkeep/mcpkeep/proxy"
@@ -52,7 +53,7 @@ func TestTraceThroughCrashAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := proxy.New(cfg, proxy.Options{Tracer: tr})
+	srv := proxy.New(cfg, proxy.Options{Tracer: tr, Pool: mcpkeep.PoolOptions{Observer: tr.Observer()}})
 	hostCtx, stopHost := context.WithCancel(ctx)
 	st, ct := mcp.NewInMemoryTransports()
 	served := make(chan error, 1)
@@ -107,9 +108,27 @@ func TestTraceThroughCrashAndReplay(t *testing.T) {
 		t.Fatalf("flush: %v", err)
 	}
 
-	spans, bad := rcv.got()
+	all, bad := rcv.got()
 	if len(bad) > 0 {
 		t.Fatalf("the receiver refused exports: %q", bad)
+	}
+	// The lifecycle's transitions are short spans of their own.
+	var spans []*tracepb.Span
+	moves := map[string]bool{}
+	for _, s := range all {
+		if strings.HasPrefix(s.Name, SpanTransition+" ") {
+			moves[attr(s, "mcpkeep.to")+"@"+attr(s, AttrGeneration)] = true
+			if len(s.ParentSpanId) != 0 {
+				t.Errorf("transition %q has a parent", s.Name)
+			}
+			continue
+		}
+		spans = append(spans, s)
+	}
+	for _, want := range []string{"established@1", "lost@1", "established@2"} {
+		if !moves[want] {
+			t.Errorf("no transition span to %s (have %v)", want, moves)
+		}
 	}
 	var req, wait *tracepb.Span
 	attempts := map[string]*tracepb.Span{}

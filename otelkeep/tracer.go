@@ -26,15 +26,17 @@ const (
 // names, servers, generations and outcomes, never arguments, results or
 // URLs.
 type Tracer struct {
-	t    trace.Tracer
-	prop propagation.TextMapPropagator
+	t       trace.Tracer
+	prop    propagation.TextMapPropagator
+	ctxBase context.Context // the transitions' (no parent)
 }
 
 // New returns a Tracer whose spans tp makes.
 func New(tp trace.TracerProvider) *Tracer {
 	return &Tracer{
-		t:    tp.Tracer("github.com/mcpkeep/mcpkeep"),
-		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		t:       tp.Tracer("github.com/mcpkeep/mcpkeep"),
+		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		ctxBase: context.Background(),
 	}
 }
 

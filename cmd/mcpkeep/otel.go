@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/otelkeep"
 	"github.com/mcpkeep/mcpkeep/proxy"
 )
@@ -27,6 +28,7 @@ func startTracing(opts *proxy.Options, log *slog.Logger) (flush func()) {
 		return func() {}
 	}
 	opts.Tracer = t
+	opts.Pool.Observer = mcpkeep.Observers(opts.Pool.Observer, t.Observer())
 	log.Info("tracing on (OTLP/HTTP)")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), otelFlushBound)
