@@ -109,6 +109,27 @@ func TestTraceContextReachesServer(t *testing.T) {
 					if _, ok := got["other"]; ok {
 						t.Errorf("server saw a _meta key not of SEP-414: %v", got)
 					}
+					if !typed {
+						// A second call, on the fast path on both eras (on
+						// 2026-07-28 once the SDK served the session's _meta).
+						served := r.srv.fast.served.Load()
+						res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__meta", Arguments: map[string]any{},
+							Meta: mcp.Meta{"traceparent": hostTraceparent}})
+						if err != nil || res.IsError {
+							t.Fatalf("second call: %v", err)
+						}
+						if r.srv.fast.served.Load() != served+1 {
+							t.Errorf("the second call did not take the fast path")
+						}
+						want := hostTraceparent
+						if traced {
+							want = "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000001-01"
+						}
+						var got map[string]any
+						if err := json.Unmarshal([]byte(text(res)), &got); err != nil || got["traceparent"] != want {
+							t.Errorf("the fast path's server saw %s, want traceparent %s", text(res), want)
+						}
+					}
 					if !traced {
 						return
 					}
@@ -121,6 +142,10 @@ func TestTraceContextReachesServer(t *testing.T) {
 						"wait end",
 						"attempt 2 gen=2 replay=true",
 						"request end err=<nil>",
+					}
+					if !typed {
+						wantEv = append(wantEv, "request tools/call a__meta server=a parent="+hostTraceparent,
+							"attempt 1 gen=2 replay=false", "request end err=<nil>")
 					}
 					if fmt.Sprint(rec.events) != fmt.Sprint(wantEv) {
 						t.Errorf("hooks:\n got %q\nwant %q", rec.events, wantEv)
