@@ -222,6 +222,7 @@ type readyWait struct {
 	// replay is the wait of a lost call for the generation that repeats
 	// it, bounded by Options.ReplayWait (at least the connect timeout).
 	replay *CallOptions
+	ct     *callTrace // the request's trace, once it waited (docs/design.md §27)
 }
 
 func (w *readyWait) stop() {
@@ -229,6 +230,7 @@ func (w *readyWait) stop() {
 		w.t.Stop()
 	}
 	w.hb.stop()
+	w.ct.done()
 }
 
 // opts are the request's options, or the replay's wait once it has one.
@@ -299,6 +301,7 @@ func (s *Supervisor) awaitReady(ctx context.Context, opts *CallOptions, w *ready
 	if w.t != nil {
 		timeout = w.t.C
 	}
+	w.traceWait(ctx, s.opts.Name)
 	select {
 	case <-changed:
 		return nil

@@ -117,6 +117,10 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 		}
 	}
 	call := rawToolCall{name: tool, args: args, meta: meta, level: level}
+	var endTrace func(error)
+	if ct := traceOf(ctx); ct != nil { // docs/design.md §27
+		call.trace, endTrace = ct.attempt(s.opts.Name, g.n, "tools/call")
+	}
 	var res json.RawMessage
 	var err error
 	rs := rounds{server: s.opts.Name, method: "tools/call"}
@@ -146,6 +150,9 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 		call.state = state
 	}
 	sent, err = g.settle(ctx, s.opts.Name, err)
+	if endTrace != nil {
+		endTrace(err)
+	}
 	if !sent {
 		return nil, false, true, err
 	}
@@ -178,6 +185,7 @@ type rawToolCall struct {
 	level   mcp.LoggingLevel // the request's log level (2026-07-28), or ""
 	answers json.RawMessage  // the last round's input responses
 	state   string
+	trace   TraceContext // the caller's trace context (docs/design.md §27)
 }
 
 func (c *rawToolCall) params(token string) (json.RawMessage, error) {
@@ -194,7 +202,7 @@ func (c *rawToolCall) params(token string) (json.RawMessage, error) {
 		b = append(b, `,"requestState":`...)
 		b = transport.AppendJSONString(b, c.state)
 	}
-	if token != "" || c.level != "" || len(c.meta) > 0 {
+	if token != "" || c.level != "" || len(c.meta) > 0 || !c.trace.IsZero() {
 		b = append(b, `,"_meta":{`...)
 		n := len(b)
 		if token != "" {
@@ -215,6 +223,7 @@ func (c *rawToolCall) params(token string) (json.RawMessage, error) {
 			}
 			b = append(b, c.meta...)
 		}
+		b = c.trace.appendJSON(b, len(b) > n)
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil

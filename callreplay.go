@@ -22,7 +22,11 @@ func (s *Supervisor) mayReplay(ctx context.Context, g *generation, tool string, 
 		return false
 	}
 	v := g.view.Load()
-	return v != nil && v.safe[tool]
+	if v == nil || !v.safe[tool] {
+		return false
+	}
+	traceOf(ctx).lost(s.opts.Name, err) // docs/design.md §27
+	return true
 }
 
 // holdForReplay starts the replay's wait: its own bound, at least the
@@ -34,6 +38,7 @@ func (s *Supervisor) holdForReplay(ctx context.Context, g *generation, w *readyW
 		w.t = nil
 	}
 	w.replay = &CallOptions{WaitForReady: true, ReadyTimeout: max(s.opts.ReplayWait, s.opts.ConnectTimeout)}
+	w.traceWait(ctx, s.opts.Name)
 	w.t = s.opts.Clock.Timer(w.replay.ReadyTimeout)
 	for {
 		select {

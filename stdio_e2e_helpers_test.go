@@ -36,7 +36,7 @@ const (
 	// e2eReapWait bounds the final poll for processes to be reaped.
 	e2eReapWait = 2 * time.Second
 	// e2eFixtureTools is how many tools the fixture serves.
-	e2eFixtureTools = 22
+	e2eFixtureTools = 23
 )
 
 // e2ePolicy keeps outages short: delays 20, 40, 80 ms, then give up.

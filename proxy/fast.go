@@ -182,6 +182,10 @@ type fastMeta struct {
 	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
 	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
 	LogLevel           json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+	// The host's trace context, passed on (docs/design.md §27).
+	Traceparent string `json:"traceparent"`
+	Tracestate  string `json:"tracestate"`
+	Baggage     string `json:"baggage"`
 }
 
 // parseMeta reads raw, a request's _meta (absent: the zero fastMeta).
@@ -257,6 +261,7 @@ type fastReq struct {
 	args   json.RawMessage
 	token  any // the host's progress token, or nil
 	modern bool
+	trace  *mcpkeep.TraceContext // the host's, or nil (docs/design.md §27; a pointer keeps fastReq small enough for the go statement in call to copy)
 }
 
 // serve starts serving req on the fast path, or says it is the SDK's.
@@ -278,6 +283,9 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 		return false
 	}
 	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
+	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
+		fr.trace = &mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}
+	}
 	if fr.modern {
 		t, _ := meta.triple()
 		c.mu.Lock()
@@ -393,6 +401,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	u := c.s.up
 	pool := u.pool()
 	relay := u.host.progressTo(ctx, fr.ss, fr.token)
+	ctx, endTrace := c.s.traceFast(ctx, fr.public, fr.ss, fr.trace) // docs/design.md §27
 	if !fr.modern {
 		// Counted in flight for Shutdown; ctx already ends with the
 		// proxy's (the connection's is derived from it), so no context
@@ -408,6 +417,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
 		u.observe(fr.server, "tools/call", start, err)
 		u.host.flush(cctx, fr.ss)
+		endTrace(raw, err)
 		c.answer(fr, outcome{raw: raw, err: err})
 		return
 	}
@@ -418,7 +428,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	if relay != nil {
 		opts.Progress = b.relay
 	}
-	cctx := withCarrier(b.ctx, via{bridge: b}) // b.ctx ends with the proxy's
+	cctx := withCarrier(mcpkeep.TraceFrom(b.ctx, ctx), via{bridge: b}) // b.ctx ends with the proxy's
 	c.s.calls.add(1)
 	go func() {
 		defer c.s.calls.add(-1)
@@ -429,6 +439,7 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	}()
 	out, final := bs.round(ctx, b)
 	u.host.flush(ctx, fr.ss)
+	endTrace(out.raw, out.err)
 	if !final {
 		c.handOff(fr, out)
 		return

@@ -35,7 +35,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				s.setLevel(ctx, req.GetSession().(*mcp.ServerSession), p.Level)
 			}
 		}
+		ctx, endTrace := s.traceRequest(ctx, method, req) // docs/design.md §27
 		res, err := next(ctx, method, req)
+		endTrace(res, err)
 		if method == "tools/list" {
 			s.listedOnce.Do(func() { close(s.listed) })
 		}

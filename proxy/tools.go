@@ -224,7 +224,7 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			if relay != nil || opts.LogLevel != "" {
 				opts.Progress = b.relay
 			}
-			ctx, done := u.track(withCarrier(b.ctx, via{bridge: b}))
+			ctx, done := u.track(withCarrier(mcpkeep.TraceFrom(b.ctx, ctx), via{bridge: b}))
 			go func() {
 				defer done()
 				start := time.Now()

@@ -396,7 +396,7 @@ func (b *notifyingBuffer) waitFor(t *testing.T, s string) {
 
 // fixtureTools are the tools of the fixture in every mode but exit-after=0.
 var fixtureTools = []string{"add-prompt", "add-resource", "big", "bump", "cancelled", "crash", "deaf", "die", "echo", "elicit",
-	"fail", "flood", "grow", "hang", "log", "log-all", "roots", "roots-changed", "sample", "slow", "storm", "subscriptions"}
+	"fail", "flood", "grow", "hang", "log", "log-all", "meta", "roots", "roots-changed", "sample", "slow", "storm", "subscriptions"}
 
 // prefixed returns server's public names of tools, sorted.
 func prefixed(server string, tools []string) []string {

@@ -90,6 +90,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	// mcpkeep's own start, not from the host's first request.
 	opts.InitWaitFrom = processStart
 	opts.Pool.Cache = sv.cache
+	defer startTracing(&opts, sv.log)() // docs/design.md §27
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
 	m.CountAmbiguous(srv.HostAmbiguous)
