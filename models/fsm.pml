@@ -48,6 +48,7 @@ bool f_BudgetSpent;
 bool f_SignInRequired;
 bool f_Busy;
 bool f_IdleStop;
+bool f_CallsOpen;
 
 /* Guards: each Guard.Holds tabulated over every Facts value. */
 #define G_gen_current ((!f_Stale))
@@ -57,7 +58,7 @@ bool f_IdleStop;
 #define G_budget_spent ((!f_ReconnectDisabled && f_BudgetSpent && !f_SignInRequired && !f_IdleStop))
 #define G_sign_in ((!f_ReconnectDisabled && f_SignInRequired && !f_IdleStop))
 #define G_reconnect_off ((f_ReconnectDisabled && !f_IdleStop))
-#define G_quiet ((!f_Stale && !f_Busy))
+#define G_quiet ((!f_Stale && !f_Busy && !f_CallsOpen))
 #define G_idle_stop ((f_IdleStop))
 #define G_always (1)
 

@@ -123,6 +123,11 @@ inline printMsg(k, n) {
 /* facts: lifecycle.facts, the one place a message becomes what guards read. */
 inline facts(k, n) {
 	f_Stale = false; f_Repeated = false; f_Busy = false;
+	/* CallsOpen: the loop closes the generation to new requests before
+	 * the idle guard reads Busy (idle.go's onIdleTimeout), within the
+	 * one step this model's loop takes for a message: so it reads
+	 * closed. Only the idle guard reads it. */
+	f_CallsOpen = false;
 	f_ReconnectDisabled = false; f_SignInRequired = false;
 	f_BudgetSpent = (attempt >= MAXATT);
 	f_IdleStop = idleStopping;
