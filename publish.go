@@ -11,11 +11,19 @@ import (
 // What the lifecycle shows the host: the activation outcome for Start,
 // the snapshot under the Supervisor's mutex, observers, and logs.
 
+// activationDone reports the first attempt's outcome to Start, once. It
+// publishes first: Start's caller (Pool.Apply's, then a proxy's /readyz
+// right after a reload) reads State as soon as Start returns and must see
+// what the attempt settled on, not the snapshot New made.
 func (lc *lifecycle) activationDone(err error) {
 	if lc.activated {
 		return
 	}
 	lc.activated = true
+	lc.publish()
+	if h := lc.s.testHooks; h != nil && h.activated != nil {
+		h.activated()
+	}
 	lc.s.mu.Lock()
 	act := lc.s.mu.activation
 	lc.s.mu.Unlock()
