@@ -156,4 +156,7 @@ type testHooks struct {
 	// idleClosed runs on the loop after an idle stop closed the
 	// generation to new requests, before its guard reads them (R53).
 	idleClosed func()
+	// activated runs on the loop just before it reports the activation
+	// outcome to Start.
+	activated func()
 }

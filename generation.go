@@ -2,6 +2,7 @@ package mcpkeep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -422,27 +423,63 @@ type progressEntry struct {
 	complete chan struct{}
 	done     bool // complete is closed; guarded by the generation's callsMu
 	totaled  bool // a notification named a total; guarded likewise
+	// read counts the notifications of the token the connection read
+	// (peerConn), handled those delivered; guarded likewise.
+	read, handled int
 }
 
 // Progress that the server sent before its reply may still be in the
 // SDK's notification queue when the reply arrives (responses are not
 // queued): a request with a progress handler waits, before it returns,
-// until its progress reached its total, or has been quiet for
-// progressQuiet (at most progressLinger), so the last step is not lost
-// and still comes before the result.
+// until its progress was delivered, so the last step is not lost and
+// still comes before the result. Where the generation's connection is a
+// peerConn, which counts the progress it reads, the request waits for
+// exactly what was read (at most progressDeliverMax, against a host
+// handler that blocks): the SDK's queue may lag by any time under load,
+// and a 100 ms guess lost the last steps of TestHostilePeers/listen.
+// Elsewhere (Streamable HTTP) it waits until its progress reached its
+// total, or has been quiet for progressQuiet, at most progressLinger.
 const (
-	progressQuiet  = 10 * time.Millisecond
-	progressLinger = 100 * time.Millisecond
+	progressQuiet      = 10 * time.Millisecond
+	progressLinger     = 100 * time.Millisecond
+	progressDeliverMax = 5 * time.Second
 )
 
+// progressRead counts a notifications/progress the connection read for
+// the live call that owns its token (see progressDeliverMax). One the
+// SDK could not decode is not counted: it never reaches a handler.
+func (g *generation) progressRead(params json.RawMessage) {
+	g.callsMu.Lock()
+	none := len(g.progress) == 0
+	g.callsMu.Unlock()
+	if none {
+		return
+	}
+	var p mcp.ProgressNotificationParams
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	s, ok := p.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if e := g.progress[s]; e != nil {
+		e.read++
+	}
+}
+
 // removeProgress forgets a call's token once its queued progress was
-// delivered (see progressQuiet): a notification that arrives later
+// delivered (see progressDeliverMax): a notification that arrives later
 // reaches nobody's call.
 func (g *generation) removeProgress(tok string) {
 	g.callsMu.Lock()
 	e := g.progress[tok]
 	g.callsMu.Unlock()
-	if e != nil {
+	if e != nil && g.peerErrs {
+		g.awaitProgressRead(e)
+	} else if e != nil {
 		quiet := time.NewTimer(progressQuiet)
 		limit := time.NewTimer(progressLinger)
 	wait:
@@ -475,6 +512,28 @@ func (g *generation) removeProgress(tok string) {
 	g.callsMu.Unlock()
 }
 
+// awaitProgressRead waits until every notification the connection read
+// for e was delivered to its handler.
+func (g *generation) awaitProgressRead(e *progressEntry) {
+	limit := time.NewTimer(progressDeliverMax)
+	defer limit.Stop()
+	for {
+		g.callsMu.Lock()
+		caught := e.handled >= e.read
+		g.callsMu.Unlock()
+		if caught {
+			return
+		}
+		select {
+		case <-e.seen: // handled moved
+		case <-limit.C:
+			return
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
 // progressHandler returns the entry of a live call's token, or nil; the
 // caller delivers p to e.fn, then reports it with delivered.
 func (g *generation) progressHandler(p *mcp.ProgressNotificationParams) *progressEntry {
@@ -491,12 +550,15 @@ func (g *generation) progressHandler(p *mcp.ProgressNotificationParams) *progres
 // queued progress (removeProgress) goes on only once it has, so a request
 // never returns while its last step is still on its way.
 func (g *generation) delivered(e *progressEntry, p *mcp.ProgressNotificationParams) {
-	select {
-	case e.seen <- struct{}{}:
-	default:
-	}
+	defer func() { // after handled moved: a waiter that missed it wakes
+		select {
+		case e.seen <- struct{}{}:
+		default:
+		}
+	}()
 	g.callsMu.Lock()
 	defer g.callsMu.Unlock()
+	e.handled++
 	if p.Total > 0 {
 		e.totaled = true
 	}

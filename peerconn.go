@@ -43,7 +43,7 @@ func (t peerTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// Beside the SDK's session, the connection carries the relay's raw
 	// calls (CallRaw).
 	t.g.raw = transport.NewRawConn(c)
-	return peerConn{t.g.raw}, nil
+	return peerConn{Connection: t.g.raw, g: t.g}, nil
 }
 
 // sdkPkg is the package of the SDK's own connection types.
@@ -67,11 +67,20 @@ func wrappable(c mcp.Connection) bool {
 	return t.PkgPath() != sdkPkg || t.Name() == "ioConn"
 }
 
-// peerConn is a connection whose peer's closing codes are peerErrors.
-type peerConn struct{ mcp.Connection }
+// peerConn is a connection whose peer's closing codes are peerErrors. It
+// also counts, for the calls of g, the progress it reads in wire order
+// (generation.progressRead): what was read before a reply is what the
+// call must see delivered before it returns.
+type peerConn struct {
+	mcp.Connection
+	g *generation
+}
 
 func (c peerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
+	if q, ok := m.(*jsonrpc.Request); ok && q.Method == "notifications/progress" {
+		c.g.progressRead(q.Params)
+	}
 	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
 		// An answer without a result is the request's error, not the
 		// io.EOF the SDK would decode it to (transport.CheckAnswer).

@@ -11,6 +11,10 @@ import (
 // What the lifecycle shows the host: the activation outcome for Start,
 // the snapshot under the Supervisor's mutex, observers, and logs.
 
+// activationDone reports the first attempt's outcome to Start, once. It
+// publishes first: Start's caller (Pool.Apply's, then a proxy's /readyz
+// right after a reload) reads State as soon as Start returns and must see
+// what the attempt settled on, not the snapshot New made.
 func (lc *lifecycle) activationDone(err error) {
 	if lc.activated {
 		return
@@ -20,6 +24,9 @@ func (lc *lifecycle) activationDone(err error) {
 	// State right after it (Pool.Apply, then /readyz) must see the state
 	// and start mode it returned on, not the snapshot made before.
 	lc.publish()
+	if h := lc.s.testHooks; h != nil && h.activated != nil {
+		h.activated()
+	}
 	lc.s.mu.Lock()
 	act := lc.s.mu.activation
 	lc.s.mu.Unlock()
