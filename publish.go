@@ -20,9 +20,6 @@ func (lc *lifecycle) activationDone(err error) {
 		return
 	}
 	lc.activated = true
-	// Published first: Start returns on act, and a caller that reads
-	// State right after it (Pool.Apply, then /readyz) must see the state
-	// and start mode it returned on, not the snapshot made before.
 	lc.publish()
 	if h := lc.s.testHooks; h != nil && h.activated != nil {
 		h.activated()
