@@ -88,7 +88,7 @@ func TestProxyLazyServerStartsOnDemand(t *testing.T) {
 	if err != nil || res.IsError || text(res) != "woke" {
 		t.Fatalf("first call to the idle server: %v %q", err, text(res))
 	}
-	if pids := r.pids(); len(pids) != 1 {
+	if pids := r.waitPids(1); len(pids) != 1 {
 		t.Fatalf("after the call: fixture processes %v, want one", pids)
 	}
 }

@@ -120,6 +120,35 @@ func (r *proxyRun) pids() []int {
 	return out
 }
 
+// waitPids returns the fixture processes seen once at least n are
+// (bounded by e2eDeadline): a child's "pid=" line reaches the proxy's
+// stderr through its stderr reader, which may log it after the call it
+// served has been answered.
+func (r *proxyRun) waitPids(n int) []int {
+	r.t.Helper()
+	deadline := time.Now().Add(e2eDeadline)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pids := r.pids()
+		if len(pids) >= n || time.Now().After(deadline) {
+			return pids
+		}
+		<-tick.C
+	}
+}
+
+// waitPidLine waits (bounded by e2eDeadline) until the fixture process
+// pid has logged its "pid=" line through the proxy's stderr.
+func (r *proxyRun) waitPidLine(pid int) {
+	deadline := time.Now().Add(e2eDeadline)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !slices.Contains(r.pids(), pid) && time.Now().Before(deadline) {
+		<-tick.C
+	}
+}
+
 func (r *proxyRun) toolNames() []string {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), e2eDeadline)

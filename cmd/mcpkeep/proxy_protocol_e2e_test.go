@@ -430,7 +430,9 @@ func (h *host) waitRecovered(server string, n int) {
 func (h *host) killFixture(server string) (old, fresh int) {
 	h.t.Helper()
 	old = h.fixturePid()
-	if !slices.Contains(h.pids(), old) {
+	// The fixture answered, so its "pid=" line is on its way to the
+	// proxy's stderr: wait for it (waitPids) rather than read too early.
+	if h.waitPidLine(old); !slices.Contains(h.pids(), old) {
 		h.t.Fatalf("pid %d (from %s) is not one of the fixtures the proxy started: %v", old, fixture.PidURI, h.pids())
 	}
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
