@@ -45,7 +45,7 @@ func traceRows(rep *Report, tr *traceHopResult) {
 		"process (it keeps the bodies and answers 200; they are decoded only after the calls) and OTEL_TRACES_SAMPLER=always_on, "+
 		"with the same traceparent. The baseline is the code path as it was before tracing: `git diff fdaab15 -- "+
 		"proxy/fast.go proxy/tools.go call_raw.go` adds, on a fast call without trace context and no tracer, a nil check of "+
-		"the _meta's trace fields (read by the same parse of _meta), traceFast returning the context unchanged and a no-op "+
+		"the _meta's trace fields (read by the same parse of _meta; fastReq one pointer larger), traceFast returning the context unchanged and a no-op "+
 		"end (WithTrace keeps ctx when there is neither context nor tracer), TraceFrom's and traceOf's context lookups that "+
 		"find nothing, and an IsZero check in the raw params: no allocation and no extra work on the wire (the diff's other "+
 		"hunks come from other changes merged since, not from tracing). Before tracing a host's traceparent was dropped, so "+
