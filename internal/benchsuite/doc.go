@@ -1,6 +1,6 @@
 // Package benchsuite is mcpkeep's benchmark suite (issues 9 and 16):
 // detection, recovery, call overhead, soak, scale, FSM step cost, the
-// proxy hop, its relays of progress and sampling, the startup of a proxy
+// proxy hop (with tracing off and on), its relays of progress and sampling, the startup of a proxy
 // of many servers, and the binary's size and `go run` time, each measured
 // beside its comparison in the same run. `make bench` runs it through
 // cmd/benchsuite, which prints the table and writes docs/benchmarks.md;

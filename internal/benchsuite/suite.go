@@ -142,6 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		ps  *procSoakResult
 		sc  *scaleResult
 		hr  *hopResult
+		th  *traceHopResult
 		rr  *relayResult
 		st  *startupResult
 		ic  *idleCallResult
@@ -202,6 +203,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		if cfg.wants("proxy") {
+			cfg.progress("section 7: the hop with tracing off and on (docs/design.md §27)")
+			if th, err = runTraceHop(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("tracing hop: %w", err)
+			}
 			cfg.progress("section 7: host sessions of one --listen proxy")
 			if ss, err = runSessions(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("host sessions: %w", err)
@@ -250,6 +255,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if hr != nil && cfg.wants("proxy") {
 		proxyRows(rep, hr, cfg)
+	}
+	if th != nil {
+		traceRows(rep, th)
 	}
 	if ss != nil {
 		sessionRows(rep, ss)

@@ -244,3 +244,41 @@ func TestOnly(t *testing.T) {
 		t.Error("no filter must run everything")
 	}
 }
+
+// A small run of the tracing rows: every traced call reaches the
+// receiver as a request span and an attempt span (sampling 100%), and
+// tracing on allocates more per call than off.
+func TestSmokeTraceHop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ./cmd/mcpkeep")
+	}
+	ctx := context.Background()
+	b, err := buildProxy(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{ProxyCalls: 20}
+	tr, err := runTraceHop(ctx, cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range tr.calls {
+		if len(c) != 20 {
+			t.Errorf("variant %d: %d calls", i, len(c))
+		}
+	}
+	if len(tr.baseP50s) == 0 {
+		t.Error("no block p50 of the baseline")
+	}
+	if traced := 50 + 20 + tr.measured; tr.spans < 2*traced {
+		t.Errorf("%d spans in %d exports for %d traced calls; want 2 per call", tr.spans, tr.exports, traced)
+	}
+	if tr.per[tvBase].allocs <= 0 || tr.per[tvOn].allocs <= tr.per[tvOffTP].allocs {
+		t.Errorf("allocations per call: off %.1f, off with traceparent %.1f, on %.1f", tr.per[tvBase].allocs, tr.per[tvOffTP].allocs, tr.per[tvOn].allocs)
+	}
+	rep := &Report{}
+	traceRows(rep, tr)
+	if len(rep.Rows) != 4 || rep.Rows[3].Verdict == Info {
+		t.Errorf("rows: %+v", rep.Rows)
+	}
+}
