@@ -80,3 +80,27 @@ func TestDemoRejectsAShortDuration(t *testing.T) {
 		t.Errorf("code %d, stderr %q", code, errOut)
 	}
 }
+
+// The crash loop lasts until the manual reconnect, not for a fixed number
+// of generations: a crash-loop process that outlived the stability window
+// on a loaded machine reset the budget, the healthy generations came back
+// and the story never reached "exhausted" (TestDemoTellsTheWholeStory
+// failed so once under make test).
+func TestDemoCrashLoopLastsUntilTheReconnect(t *testing.T) {
+	d := &demo{}
+	const up = time.Second
+	for gen := uint64(1); gen <= healthyUntil; gen++ {
+		if m := d.modeFor(gen, up); m != "exit-after=1s" {
+			t.Errorf("gen %d: %s, want a healthy run", gen, m)
+		}
+	}
+	for gen := uint64(healthyUntil + 1); gen <= healthyUntil+10; gen++ {
+		if m := d.modeFor(gen, up); m != "exit-after=0" {
+			t.Errorf("gen %d before the reconnect: %s, want the crash loop", gen, m)
+		}
+	}
+	d.reconnected.Store(true)
+	if m := d.modeFor(healthyUntil+11, up); m != "exit-after=1s" {
+		t.Errorf("after the reconnect: %s, want a healthy run", m)
+	}
+}

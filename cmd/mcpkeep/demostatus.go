@@ -40,7 +40,7 @@ func newDemoStatus(out io.Writer, tty bool, start time.Time, exit func(uint64) s
 
 func (s *demoStatus) intro(duration, uptime, every time.Duration, p backoff.Policy) {
 	s.line("mcpkeep demo: a built-in MCP server (mcpkeep fixture) runs supervised for %v.", duration)
-	s.line("It crashes %v after each start; its 4th-6th starts crash at once (a crash loop).", uptime)
+	s.line("It crashes %v after each start; from its 4th start it crashes at once (a crash loop) until the budget is spent.", uptime)
 	s.line("Policy: %d retries per outage, %v doubling to %v; %v of uptime resets the budget.",
 		p.MaxAttempts, p.InitialDelay, p.MaxDelay, p.StabilityWindow())
 	s.line("When the budget runs out the demo reconnects by hand. An echo call runs every %v.", every)
