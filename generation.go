@@ -27,6 +27,7 @@ import (
 // in-flight call registry, which Call and the loop share.
 type generation struct {
 	n      uint64
+	logs   logsDelivered   // log messages read and delivered (logsdelivered.go)
 	ctx    context.Context // cancelled when the generation ends
 	cancel context.CancelFunc
 	tg     transport.Generation
@@ -514,18 +515,24 @@ func (g *generation) removeProgress(tok string) {
 
 // awaitProgressRead waits until every notification the connection read
 // for e was delivered to its handler.
+// It waits, too, for the log messages the connection read up to now
+// (logsDelivered): a per-request log level registers a progress entry
+// for this wait alone.
 func (g *generation) awaitProgressRead(e *progressEntry) {
 	limit := time.NewTimer(progressDeliverMax)
 	defer limit.Stop()
+	logsTarget := g.logs.read.Load()
 	for {
 		g.callsMu.Lock()
 		caught := e.handled >= e.read
 		g.callsMu.Unlock()
-		if caught {
+		logsCaught, logMoved := g.logs.caughtUp(logsTarget)
+		if caught && logsCaught {
 			return
 		}
 		select {
 		case <-e.seen: // handled moved
+		case <-logMoved: // nil (never ready) once the logs caught up
 		case <-limit.C:
 			return
 		case <-g.ctx.Done():

@@ -111,7 +111,9 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 		}
 	}
 	if h.LoggingMessage != nil {
+		g.logs.on = true
 		opts.LoggingMessageHandler = func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			defer g.logs.handledOne()
 			hostNotify(s, g, func() { h.LoggingMessage(s.opts.Name, req.Params) })
 		}
 	}

@@ -78,8 +78,13 @@ type peerConn struct {
 
 func (c peerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
-	if q, ok := m.(*jsonrpc.Request); ok && q.Method == "notifications/progress" {
-		c.g.progressRead(q.Params)
+	if q, ok := m.(*jsonrpc.Request); ok {
+		switch q.Method {
+		case "notifications/progress":
+			c.g.progressRead(q.Params)
+		case "notifications/message":
+			c.g.logs.readOne(q.Params)
+		}
 	}
 	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
 		// An answer without a result is the request's error, not the
