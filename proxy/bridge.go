@@ -98,7 +98,9 @@ type askReply struct {
 type outcome struct {
 	res *mcp.CallToolResult
 	raw json.RawMessage
-	err error
+	// other is a prompts/get's or resources/read's result (bridge_catalog.go).
+	other mcp.Result
+	err   error
 }
 
 // typed is the outcome's result in the SDK's types.

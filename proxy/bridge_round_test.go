@@ -91,3 +91,88 @@ func TestBridgeAsksTheServersRoundAtOnceUnderItsKeys(t *testing.T) {
 		t.Fatalf("the server got %q, want %q", got, want)
 	}
 }
+
+// serveAskingCatalog adds the prompt askprompt and the resource
+// mem://NAME/asked to server name's generations: each asks the host to
+// elicit "user_context" first, then reports the answer.
+func serveAskingCatalog(r *rig, name string) {
+	m := r.mems[name]
+	serve := m.Serve
+	ask := mcp.InputRequestMap{"user_context": &mcp.ElicitParams{Message: "context?", RequestedSchema: map[string]any{"type": "object"}}}
+	answer := func(in mcp.InputResponseMap) string {
+		if e, ok := in["user_context"].(*mcp.ElicitResult); ok {
+			return fmt.Sprintf("context=%v", e.Content["ctx"])
+		}
+		return fmt.Sprintf("no answer: %v", in)
+	}
+	m.Serve = func(gen uint64, s *mcp.Server) {
+		serve(gen, s)
+		s.AddPrompt(&mcp.Prompt{Name: "askprompt"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if len(req.Params.InputResponses) == 0 {
+				return &mcp.GetPromptResult{InputRequests: ask}, nil
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+				Content: &mcp.TextContent{Text: answer(req.Params.InputResponses)}}}}, nil
+		})
+		s.AddResource(&mcp.Resource{URI: "mem://" + name + "/asked", Name: "asked"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			if len(req.Params.InputResponses) == 0 {
+				return &mcp.ReadResourceResult{InputRequests: ask}, nil
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: answer(req.Params.InputResponses)}}}, nil
+		})
+	}
+}
+
+// TestBridgeCarriesPromptsAndReads: a 2026-07-28 host's prompts/get and
+// resources/read whose server asks the host get the input request under
+// the server's key, and the host's answer reaches the server.
+func TestBridgeCarriesPromptsAndReads(t *testing.T) {
+	r := newRig(t, Options{}, "files")
+	serveAskingCatalog(r, "files")
+	cs := r.host(modernVersion, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not here") // declares elicitation; the round trips are the test's
+		}})
+	r.waitApplied()
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	answers := mcp.InputResponseMap{"user_context": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ctx": "blue"}}}
+
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "files__askprompt"})
+	if err != nil {
+		t.Fatalf("prompts/get round 1: %v", err)
+	}
+	if _, ok := p.InputRequests["user_context"]; !ok || p.RequestState == "" {
+		t.Fatalf("prompts/get round 1: %+v, want the server's input request user_context", p)
+	}
+	p, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "files__askprompt", RequestState: p.RequestState, InputResponses: answers})
+	if err != nil {
+		t.Fatalf("prompts/get round 2: %v", err)
+	}
+	if len(p.Messages) != 1 || p.Messages[0].Content.(*mcp.TextContent).Text != "context=blue" {
+		t.Fatalf("prompts/get round 2: %+v, want the server's reply to the answer", p)
+	}
+
+	uri := "mem://files/asked"
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatalf("resources/read round 1: %v", err)
+	}
+	if _, ok := rr.InputRequests["user_context"]; !ok || rr.RequestState == "" {
+		t.Fatalf("resources/read round 1: %+v, want the server's input request user_context", rr)
+	}
+	// A prompt's state does not continue a read.
+	p, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "files__askprompt"})
+	if err != nil || p.RequestState == "" {
+		t.Fatalf("prompts/get again: %+v, %v", p, err)
+	}
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, RequestState: p.RequestState, InputResponses: answers})
+	wantRefused(t, "resources/read with a prompts/get state", err, `it continues a call of "prompts/get files__askprompt"`)
+	rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, RequestState: rr.RequestState, InputResponses: answers})
+	if err != nil {
+		t.Fatalf("resources/read round 2: %v", err)
+	}
+	if len(rr.Contents) != 1 || rr.Contents[0].Text != "context=blue" {
+		t.Fatalf("resources/read round 2: %+v, want the server's reply to the answer", rr)
+	}
+}
