@@ -25,6 +25,7 @@ type bridgedCall struct {
 	name    string
 	state   string
 	answers mcp.InputResponseMap
+	caps    *mcp.ClientCapabilities // the host's, of this request
 	track   func(context.Context) (context.Context, func())
 	observe func(err error)
 	// run is the request to the server, on the bridge's context.
@@ -53,7 +54,8 @@ func (h *hostLink) bridgedRound(ctx context.Context, req mcp.Request, c bridgedC
 		if relay != nil || opts.LogLevel != "" {
 			opts.Progress = b.relay
 		}
-		ctx, done := c.track(withCarrier(mcpkeep.TraceFrom(b.ctx, ctx), via{bridge: b}))
+		bctx := mcpkeep.WithHostCapabilities(mcpkeep.TraceFrom(b.ctx, ctx), c.caps)
+		ctx, done := c.track(withCarrier(bctx, via{bridge: b}))
 		go func() {
 			defer done()
 			res, err := c.run(ctx, opts)
@@ -78,6 +80,7 @@ func (c *catalogMirror) promptBridged(ctx context.Context, req *mcp.GetPromptReq
 	start := time.Now()
 	res, reqs, state, err := c.host.bridgedRound(ctx, req, bridgedCall{
 		server: server, name: "prompts/get " + public, state: req.Params.RequestState, answers: req.Params.InputResponses,
+		caps:  req.ClientCapabilities(),
 		track: c.track, observe: func(err error) { c.observe(server, "prompts/get", start, err) },
 		run: func(ctx context.Context, opts *mcpkeep.CallOptions) (mcp.Result, error) {
 			res, err := c.pool().GetPrompt(ctx, public, req.Params.Arguments, opts)
@@ -105,6 +108,7 @@ func (c *catalogMirror) readBridged(ctx context.Context, req *mcp.ReadResourceRe
 	uri := req.Params.URI
 	res, reqs, state, err := c.host.bridgedRound(ctx, req, bridgedCall{
 		server: server, name: "resources/read " + uri, state: req.Params.RequestState, answers: req.Params.InputResponses,
+		caps:  req.ClientCapabilities(),
 		track: c.track, observe: func(err error) { c.observe(server, "resources/read", start, err) },
 		run: func(ctx context.Context, opts *mcpkeep.CallOptions) (mcp.Result, error) {
 			res, err := c.pool().ReadResource(ctx, uri, opts)
