@@ -138,6 +138,27 @@ func withAnswers(req mcp.Request, answers mcp.InputResponseMap, state string) (m
 	return nil, fmt.Errorf("mcpkeep: no multi round trip for %T", req.GetParams())
 }
 
+// inputKey marks a host handler's context with the input request it
+// answers (InputRequestOf).
+type inputKey struct{}
+
+type inputOf struct {
+	id  string
+	all mcp.InputRequestMap
+}
+
+// InputRequestOf tells a host handler called for a server's input request
+// (a server on protocol 2026-07-28 asking by multi round trip) the
+// request's key and the whole round's input requests, of which the
+// handlers are called one by one. A host that is itself asked by multi
+// round trip (the proxy's bridge, docs/design.md §24) can then ask all of
+// them at once, under the server's own keys; ok is false for a legacy
+// server's request. The map must not be changed.
+func InputRequestOf(ctx context.Context) (key string, all mcp.InputRequestMap, ok bool) {
+	v, ok := ctx.Value(inputKey{}).(inputOf)
+	return v.id, v.all, ok
+}
+
 // errNotOffered: a server asked for a capability the host does not have
 // (a server that honours the capabilities it was told never does).
 var errNotOffered = errors.New("the host does not offer this")
@@ -149,6 +170,7 @@ func (s *Supervisor) fulfil(ctx context.Context, g *generation, reqs mcp.InputRe
 	for _, id := range sortedKeys(reqs) {
 		var res mcp.InputResponse
 		var err error
+		ctx := context.WithValue(ctx, inputKey{}, inputOf{id: id, all: reqs})
 		switch p := reqs[id].(type) {
 		case *mcp.ElicitParams:
 			if h.Elicit == nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -55,8 +56,13 @@ type bridge struct {
 	done             chan outcome
 	closed           chan struct{}
 
-	mu       sync.Mutex
-	pending  map[string]*ask // input request id → the server's request waiting for it
+	mu      sync.Mutex
+	pending map[string]*ask // input request id → the server's request waiting for it
+	// held are the host's answers to a 2026-07-28 server's round asked
+	// all at once (see ask) whose handler has not been called yet; expect
+	// are the keys of that round.
+	held     map[string]mcp.InputResponse
+	expect   map[string]bool
 	progress func(*mcp.ProgressNotificationParams)
 	// session and ctx are the host's current round (its log level rides
 	// on ctx: notifications of the round are sent with it).
@@ -72,9 +78,13 @@ type bridge struct {
 	digest           string
 }
 
-// ask is one request of a server for the host.
+// ask is one request of a server for the host. A 2026-07-28 server's
+// input request has its key and its round's other input requests
+// (mcpkeep.InputRequestOf); a legacy server's request has neither.
 type ask struct {
 	req   mcp.InputRequest
+	key   string
+	round mcp.InputRequestMap
 	reply chan askReply
 }
 
@@ -88,7 +98,9 @@ type askReply struct {
 type outcome struct {
 	res *mcp.CallToolResult
 	raw json.RawMessage
-	err error
+	// other is a prompts/get's or resources/read's result (bridge_catalog.go).
+	other mcp.Result
+	err   error
 }
 
 // typed is the outcome's result in the SDK's types.
@@ -210,8 +222,21 @@ func (bs *bridges) of(server string) []*bridge {
 
 // ask carries req from a server to the host through bridge b and waits
 // for the host's answer.
+//
+// A 2026-07-28 server's round of input requests reaches the host handlers
+// one by one (the supervisor fulfils them in turn), but the host is asked
+// for the whole round at once, under the server's own keys (the spec's
+// scenarios check both): the first handler's ask carries the round, and
+// the host's answers to the others are held for their handlers, which
+// then take them without another round (docs/design.md §24).
 func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mcp.InputResponse, error) {
 	a := &ask{req: req, reply: make(chan askReply, 1)}
+	if key, round, ok := mcpkeep.InputRequestOf(ctx); ok && round[key] != nil {
+		a.key, a.round = key, round
+		if res, ok := b.take(key); ok {
+			return res, nil
+		}
+	}
 	select {
 	case b.asks <- a:
 	case <-b.closed:
@@ -243,11 +268,12 @@ func (bs *bridges) round(ctx context.Context, b *bridge) (outcome, bool) {
 		bs.close(b)
 		return out, true
 	case a := <-b.asks:
-		reqs := mcp.InputRequestMap{b.park(a): a.req}
+		reqs := mcp.InputRequestMap{}
+		b.park(a, reqs)
 		for more := true; more; {
 			select {
 			case a := <-b.asks:
-				reqs[b.park(a)] = a.req
+				b.park(a, reqs)
 			default:
 				more = false
 			}
@@ -287,16 +313,60 @@ func (bs *bridges) comeBackWithin(reqs mcp.InputRequestMap) time.Duration {
 	return cmp.Or(bs.comeBack, bridgeComeBack)
 }
 
-func (b *bridge) park(a *ask) string {
+// park adds a's request to the host's round reqs and keeps a waiting for
+// its answer: a legacy server's under a key of the bridge's, a 2026-07-28
+// server's under the server's own key, with the rest of its round (whose
+// answers the host gives now and their handlers take later).
+func (b *bridge) park(a *ask, reqs mcp.InputRequestMap) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.inputs++
-	id := "input-" + strconv.FormatUint(b.inputs, 10)
-	b.pending[id] = a
-	return id
+	if a.round == nil {
+		b.inputs++
+		id := "input-" + strconv.FormatUint(b.inputs, 10)
+		b.pending[id] = a
+		reqs[id] = a.req
+		return
+	}
+	b.held, b.expect = nil, map[string]bool{}
+	for k, r := range a.round {
+		// Never ask the host for what it did not declare: that one's
+		// handler gets errCarrierCannot when its turn comes.
+		if k != a.key && !declaresInput(b.session, r) {
+			continue
+		}
+		b.expect[k] = true
+		reqs[k] = r
+	}
+	b.pending[a.key] = a
 }
 
-// answer hands the host's answers to the server's waiting requests.
+// declaresInput reports whether ss declared the capability r needs.
+func declaresInput(ss *mcp.ServerSession, r mcp.InputRequest) bool {
+	if ss == nil {
+		return false
+	}
+	switch r.(type) {
+	case *mcp.ElicitParams:
+		return declares(ss, askElicitation)
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		return declares(ss, askSampling)
+	case *mcp.ListRootsParams:
+		return declares(ss, askRoots)
+	}
+	return false
+}
+
+// take returns the held answer to the input request key, once.
+func (b *bridge) take(key string) (mcp.InputResponse, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	res, ok := b.held[key]
+	delete(b.held, key)
+	return res, ok
+}
+
+// answer hands the host's answers to the server's waiting requests, and
+// holds those to the rest of a 2026-07-28 server's round.
 func (b *bridge) answer(resps mcp.InputResponseMap) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -304,8 +374,14 @@ func (b *bridge) answer(resps mcp.InputResponseMap) {
 		if a, ok := b.pending[id]; ok {
 			delete(b.pending, id)
 			a.reply <- askReply{res: res}
+		} else if b.expect[id] {
+			if b.held == nil {
+				b.held = map[string]mcp.InputResponse{}
+			}
+			b.held[id] = res
 		}
 	}
+	b.expect = nil
 }
 
 // setRound points the server's progress and log messages at the host's

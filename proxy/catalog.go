@@ -183,6 +183,9 @@ func setOrDelete(m map[string]map[string]string, server string, next map[string]
 func (c *catalogMirror) promptHandler(public string) mcp.PromptHandler {
 	server, _, _ := strings.Cut(public, "__")
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if isModern(req.Session) {
+			return c.promptBridged(ctx, req, server, public) // bridge_catalog.go
+		}
 		ctx, done := c.track(ctx)
 		defer done()
 		start := time.Now()
@@ -199,6 +202,9 @@ func (c *catalogMirror) promptHandler(public string) mcp.PromptHandler {
 // readHandler routes resources/read by URI (the pool picks the server).
 func (c *catalogMirror) readHandler() mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if isModern(req.Session) {
+			return c.readBridged(ctx, req, c.owner(req.Params.URI)) // bridge_catalog.go
+		}
 		ctx, done := c.track(ctx)
 		defer done()
 		start := time.Now()

@@ -254,7 +254,7 @@ func (h *hostLink) handlers(relay *logRelay) mcpkeep.HostHandlers {
 }
 
 var (
-	errNoCarrier     = errors.New("mcpkeep: no host request to this server is in flight that could carry the server's request, and no one host session could take it (a host on protocol 2026-07-28 takes one only inside its own tools/call)")
+	errNoCarrier     = errors.New("mcpkeep: no host request to this server is in flight that could carry the server's request, and no one host session could take it (a host on protocol 2026-07-28 takes one only inside its own tools/call, prompts/get or resources/read)")
 	errManyCarriers  = errors.New("mcpkeep: calls of several host sessions to this server were in flight when it asked: which host should answer is ambiguous (over stdio a server's request does not say which call it belongs to)")
 	errCarrierClosed = errors.New("mcpkeep: the host session whose call caused this request has closed")
 	errCarrierEnded  = errors.New("mcpkeep: the host's call that caused this request has finished")

@@ -41,10 +41,10 @@ func asked(t *testing.T, ctx context.Context, cs *mcp.ClientSession) string {
 }
 
 // answerWith continues files__sample with state and the sampling answer
-// for its input request "input-1".
+// for its input request "q" (the server's own key, docs/design.md §24).
 func answerWith(ctx context.Context, cs *mcp.ClientSession, state string) (*mcp.CallToolResult, error) {
 	return cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__sample", Arguments: map[string]any{}, RequestState: state,
-		InputResponses: mcp.InputResponseMap{"input-1": &mcp.CreateMessageWithToolsResult{Model: "m", Role: "assistant",
+		InputResponses: mcp.InputResponseMap{"q": &mcp.CreateMessageWithToolsResult{Model: "m", Role: "assistant",
 			Content: []mcp.Content{&mcp.TextContent{Text: "mine"}}}}})
 }
 

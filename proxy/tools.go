@@ -224,7 +224,10 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			if relay != nil || opts.LogLevel != "" {
 				opts.Progress = b.relay
 			}
-			ctx, done := u.track(withCarrier(mcpkeep.TraceFrom(b.ctx, ctx), via{bridge: b}))
+			// The server is told the host's capabilities of this request
+			// (docs/design.md §24).
+			bctx := mcpkeep.WithHostCapabilities(mcpkeep.TraceFrom(b.ctx, ctx), req.ClientCapabilities())
+			ctx, done := u.track(withCarrier(bctx, via{bridge: b}))
 			go func() {
 				defer done()
 				start := time.Now()
