@@ -8,7 +8,7 @@ RACE        := $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race)
 .PHONY: build test lint diagram bench demo fuzz
 
 # Builds every package, and the release binary bin/mcpkeep (stripped of
-# symbol tables and DWARF, paths trimmed: 13.3 MiB instead of 19.3 MiB).
+# symbol tables and DWARF, paths trimmed: 19.9 MiB instead of 28.8 MiB; the OTLP exporter links gRPC).
 build:
 	$(GO) build ./...
 	$(GO) build -trimpath -ldflags "-s -w" -o bin/mcpkeep ./cmd/mcpkeep
