@@ -193,19 +193,7 @@ func (h *harness) modeServer(stateless bool) target {
 // modeURL is mcpkeep run --listen --url in front of the server in one
 // mode.
 func (h *harness) modeURL(stateless bool) target {
-	return func(ctx context.Context, dir string) (string, func(), error) {
-		su, sstop, err := h.modeServer(stateless)(ctx, dir)
-		if err != nil {
-			return "", nil, err
-		}
-		argv := append(append([]string{h.mcpkeep, "run"}, mcpkeepListen...), "--url", su)
-		p, u, err := startMcpkeep(ctx, "mcpkeep run --url", filepath.Join(dir, "mcpkeep.log"), argv)
-		if err != nil {
-			sstop()
-			return "", nil, err
-		}
-		return u, func() { p.stop(); sstop() }, nil
-	}
+	return h.inFront(h.modeServer(stateless))
 }
 
 // The README markers around the era tables (beside the 0.1.x suite's).

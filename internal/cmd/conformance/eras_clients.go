@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -92,20 +91,7 @@ func (h *harness) eraClientColumn(ctx context.Context, set requirementSet, rev, 
 	col := column{Name: name, Results: map[string]outcome{}}
 	fmt.Printf("conformance: %s, client scenarios, %s\n", set.Name, name)
 	for _, sc := range scenarios {
-		out := filepath.Join(dir, "results")
-		err := h.suiteRun(ctx, filepath.Join(dir, slug(sc)+".log"), clientTimeout, nil,
-			"client", "--command", program, "--scenario", sc, "--spec-version", rev, "-o", out)
-		res, rerr := readResults(out)
-		o, ok := res[sc]
-		o = strict(o)
-		switch {
-		case rerr != nil || !ok:
-			o = outcome{Failed: 1, Failures: []string{fmt.Sprint("no result: ", errors.Join(rerr, err))}}
-		case err != nil && o.ok():
-			o.Failed++
-			o.Failures = append(o.Failures, "the client failed: see "+filepath.Join(dir, slug(sc)+".log"))
-		}
-		col.Results[sc] = o
+		col.Results[sc] = h.clientScenario(ctx, dir, program, sc, "--spec-version", rev)
 	}
 	return col
 }

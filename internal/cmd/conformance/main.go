@@ -278,24 +278,30 @@ func (h *harness) clients(ctx context.Context, name, program string, scenarios [
 	col := column{Name: name, Results: map[string]outcome{}}
 	fmt.Printf("conformance: client scenarios %s\n", name)
 	for _, sc := range scenarios {
-		out := filepath.Join(dir, "results")
-		err := h.suiteRun(ctx, filepath.Join(dir, slug(sc)+".log"), clientTimeout, nil,
-			"client", "--command", program, "--scenario", sc, "-o", out)
-		res, rerr := readResults(out)
-		o, ok := res[sc]
-		o = strict(o)
-		switch {
-		case rerr != nil || !ok:
-			o = outcome{Failed: 1, Failures: []string{fmt.Sprint("no result: ", errors.Join(rerr, err))}}
-		case err != nil && o.ok():
-			// The client itself failed (the suite's verdict counts its
-			// exit) though no check did.
-			o.Failed++
-			o.Failures = append(o.Failures, "the client failed: see "+filepath.Join(dir, slug(sc)+".log"))
-		}
-		col.Results[sc] = o
+		col.Results[sc] = h.clientScenario(ctx, dir, program, sc)
 	}
 	return col
+}
+
+// clientScenario runs one client scenario with program (extra: more of
+// the suite's flags) and returns its strict outcome.
+func (h *harness) clientScenario(ctx context.Context, dir, program, sc string, extra ...string) outcome {
+	out := filepath.Join(dir, "results")
+	args := append([]string{"client", "--command", program, "--scenario", sc}, extra...)
+	err := h.suiteRun(ctx, filepath.Join(dir, slug(sc)+".log"), clientTimeout, nil, append(args, "-o", out)...)
+	res, rerr := readResults(out)
+	o, ok := res[sc]
+	o = strict(o)
+	switch {
+	case rerr != nil || !ok:
+		o = outcome{Failed: 1, Failures: []string{fmt.Sprint("no result: ", errors.Join(rerr, err))}}
+	case err != nil && o.ok():
+		// The client itself failed (the suite's verdict counts its
+		// exit) though no check did.
+		o.Failed++
+		o.Failures = append(o.Failures, "the client failed: see "+filepath.Join(dir, slug(sc)+".log"))
+	}
+	return o
 }
 
 // suiteRun runs the suite's CLI with args, its output to logPath,
@@ -358,17 +364,25 @@ func (h *harness) runStdio(ctx context.Context, dir string) (string, func(), err
 
 // runURL: mcpkeep run --listen --url, in front of the HTTP server.
 func (h *harness) runURL(ctx context.Context, dir string) (string, func(), error) {
-	su, sstop, err := h.httpServer(ctx, dir)
-	if err != nil {
-		return "", nil, err
+	return h.inFront(h.httpServer)(ctx, dir)
+}
+
+// inFront is mcpkeep run --listen --url in front of the server that
+// server starts.
+func (h *harness) inFront(server target) target {
+	return func(ctx context.Context, dir string) (string, func(), error) {
+		su, sstop, err := server(ctx, dir)
+		if err != nil {
+			return "", nil, err
+		}
+		argv := append(append([]string{h.mcpkeep, "run"}, mcpkeepListen...), "--url", su)
+		p, u, err := startMcpkeep(ctx, "mcpkeep run --url", filepath.Join(dir, "mcpkeep.log"), argv)
+		if err != nil {
+			sstop()
+			return "", nil, err
+		}
+		return u, func() { p.stop(); sstop() }, nil
 	}
-	argv := append(append([]string{h.mcpkeep, "run"}, mcpkeepListen...), "--url", su)
-	p, u, err := startMcpkeep(ctx, "mcpkeep run --url", filepath.Join(dir, "mcpkeep.log"), argv)
-	if err != nil {
-		sstop()
-		return "", nil, err
-	}
-	return u, func() { p.stop(); sstop() }, nil
 }
 
 // proxyServer is the proxy config's name of the one server: its tools
