@@ -270,6 +270,9 @@ func TestProxyCrashRecovery(t *testing.T) {
 	if err != nil || res.IsError || text(res) != "back" {
 		t.Fatalf("echo after the crash: %v %q", err, text(res))
 	}
+	// The held call is answered as soon as fx is established again; the
+	// loop's "recovered" line may reach stderr just after that answer.
+	r.stderr.waitFor(t, `"msg":"recovered"`)
 	if r.logsFor("recovered", "fx") != 1 {
 		t.Errorf("%d recovered logs for fx, want 1", r.logsFor("recovered", "fx"))
 	}
