@@ -181,7 +181,8 @@ func (s *Supervisor) newClient(g *generation, roots []*mcp.Root, haveRoots bool)
 	})
 	c.AddSendingMiddleware(s.multiRoundTrip(g))
 	c.AddSendingMiddleware(s.traceSending(g)) // docs/design.md §27
-	c.AddSendingMiddleware(hostCapsSending)   // hostcaps.go
+	offered := offeredCaps(caps, h.CreateMessage != nil || h.CreateMessageWithTools != nil, h.Elicit != nil)
+	c.AddSendingMiddleware(hostCapsSending(offered)) // hostcaps.go
 	c.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)

@@ -13,7 +13,17 @@ import (
 // 2026-07-28 behind the proxy is told the host's, not every capability
 // the proxy's servers were told at Start (docs/design.md §24), so a tool
 // that needs one the host lacks refuses with -32021 as it would directly.
+// A legacy server (a stdio server shared by many hosts is pinned to the
+// legacy era) is told them too, in the request's _meta, where the go-sdk's
+// ServerRequest.ClientCapabilities reads them before its session's (the
+// suite's server-stateless through run -- server).
 func TestServerToldTheHostsCapabilitiesOfTheRequest(t *testing.T) {
+	for _, downstream := range []string{modernVersion, legacyVersion} {
+		t.Run(downstream, func(t *testing.T) { serverToldTheHostsCapabilities(t, downstream) })
+	}
+}
+
+func serverToldTheHostsCapabilities(t *testing.T, downstream string) {
 	r := newRig(t, Options{}, "files")
 	m := r.mems["files"]
 	serve := m.Serve
@@ -26,7 +36,7 @@ func TestServerToldTheHostsCapabilitiesOfTheRequest(t *testing.T) {
 			return textResult("ran"), nil
 		})
 	}
-	r.downstream = modernVersion // servers speak 2026-07-28, as a stateless HTTP server does
+	r.downstream = downstream // modern: as a stateless HTTP server speaks; legacy: as a shared stdio server
 	hs := r.serveHTTP()
 	r.waitApplied()
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
