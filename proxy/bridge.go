@@ -35,6 +35,9 @@ type bridges struct {
 	// comeBack and comeBackElicit bound the host's return with answers
 	// (zero: bridgeComeBack, bridgeComeBackElicit).
 	comeBack, comeBackElicit time.Duration
+	// gather is how long a round waits for a legacy server's next
+	// request after its last (zero: bridgeGather; see gatherInto).
+	gather time.Duration
 
 	// seal seals the bridges' requestState (state.go); nil: one with a
 	// random key, made at first use.
@@ -270,20 +273,58 @@ func (bs *bridges) round(ctx context.Context, b *bridge) (outcome, bool) {
 	case a := <-b.asks:
 		reqs := mcp.InputRequestMap{}
 		b.park(a, reqs)
-		for more := true; more; {
-			select {
-			case a := <-b.asks:
-				b.park(a, reqs)
-			default:
-				more = false
-			}
-		}
+		bs.gatherInto(b, a, reqs)
 		within := bs.comeBackWithin(reqs)
 		b.idle.Reset(within)
 		return outcome{res: &mcp.CallToolResult{InputRequests: reqs, RequestState: bs.state(b, reqs, within)}}, false
 	case <-ctx.Done():
 		bs.close(b)
 		return outcome{err: ctx.Err()}, true
+	}
+}
+
+// gatherInto adds to reqs the server's requests that come with first. A
+// legacy server's SDK fulfils a round of input requests of its own tool
+// by sending them all at once, as concurrent requests that say nothing
+// of each other: the host is asked for all that arrive within the gather
+// window of the one before (the round would otherwise ask for the first
+// and the rest in later rounds, which the host cannot tell from a server
+// asking in turn). A 2026-07-28 server's ask carries its whole round, so
+// only what has already arrived joins it.
+func (bs *bridges) gatherInto(b *bridge, first *ask, reqs mcp.InputRequestMap) {
+	window := cmp.Or(bs.gather, bridgeGather)
+	if first.round != nil {
+		window = 0
+	}
+	var quiet *time.Timer
+	var quietC <-chan time.Time
+	if window > 0 {
+		quiet = time.NewTimer(window)
+		defer quiet.Stop()
+		quietC = quiet.C
+	}
+	for {
+		select {
+		case a := <-b.asks:
+			b.park(a, reqs)
+			if quiet != nil {
+				quiet.Reset(window)
+			}
+			continue
+		default:
+		}
+		if quiet == nil {
+			return
+		}
+		select {
+		case a := <-b.asks:
+			b.park(a, reqs)
+			quiet.Reset(window)
+		case <-quietC:
+			return
+		case <-b.closed:
+			return
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -174,5 +175,65 @@ func TestBridgeCarriesPromptsAndReads(t *testing.T) {
 	}
 	if len(rr.Contents) != 1 || rr.Contents[0].Text != "context=blue" {
 		t.Fatalf("resources/read round 2: %+v, want the server's reply to the answer", rr)
+	}
+}
+
+// A legacy server (a stdio server shared by hosts of both eras speaks the
+// legacy era) whose tool returns a round of input requests has them
+// fulfilled by its own SDK, as concurrent server requests without their
+// keys: the host is asked for all of them in one round (the suite's
+// input-required-result-multiple-input-requests through run -- server),
+// not for the first to arrive and the rest in later rounds.
+func TestBridgeAsksALegacyServersConcurrentRequestsInOneRound(t *testing.T) {
+	r := newRig(t, Options{}, "files")
+	r.downstream = legacyVersion
+	// The three come within microseconds; a window wider than the
+	// default keeps a loaded -race run from splitting them.
+	r.srv.host.bridges.gather = 500 * time.Millisecond
+	serveAskAll(r, "files")
+	cs := r.host(modernVersion, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return nil, errors.New("not here")
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not here")
+		}})
+	r.waitApplied()
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__askall", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := mcp.InputResponseMap{}
+	var kinds []string
+	for k, ir := range res.InputRequests {
+		switch ir.(type) {
+		case *mcp.ElicitParams:
+			kinds = append(kinds, "elicit")
+			answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			kinds = append(kinds, "sample")
+			answers[k] = &mcp.CreateMessageWithToolsResult{Model: "m1", Role: "assistant", Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}
+		case *mcp.ListRootsParams:
+			kinds = append(kinds, "roots")
+			answers[k] = &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///a"}, {URI: "file:///b"}}}
+		}
+	}
+	slices.Sort(kinds)
+	if want := []string{"elicit", "roots", "sample"}; !slices.Equal(kinds, want) || res.RequestState == "" {
+		t.Fatalf("round 1 asked %v (state %q), want the server's three requests at once: %v", kinds, res.RequestState, want)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__askall", Arguments: map[string]any{},
+		RequestState: res.RequestState, InputResponses: answers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.InputRequests) > 0 {
+		t.Fatalf("round 2 asked again: %v", slices.Sorted(maps.Keys(res.InputRequests)))
+	}
+	if got, want := text(res), "client_roots=2 greeting=m1 user_name=ada "; got != want {
+		t.Fatalf("the server got %q, want %q", got, want)
 	}
 }

@@ -375,4 +375,8 @@ func instructions(pool *mcpkeep.Pool) string {
 const (
 	bridgeComeBack       = 2 * time.Minute
 	bridgeComeBackElicit = 10 * time.Minute
+	// bridgeGather: a legacy server's concurrent requests arrive within
+	// microseconds of each other; the host, asking a person or a model,
+	// does not notice the wait (bridge.go gatherInto).
+	bridgeGather = 50 * time.Millisecond
 )
