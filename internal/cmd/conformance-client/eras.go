@@ -12,7 +12,7 @@ import (
 )
 
 // eraScenarios are the client scenarios of the 0.2.x suite's 2026-07-28
-// requirement set (make conformance-2026), each doing through a
+// requirement set (make conformance), each doing through a
 // Supervisor what the go-sdk's everything-client does. The Supervisor
 // connects and lists at Start, so a scenario that only needs a connect
 // and a tools/list has no steps of its own.

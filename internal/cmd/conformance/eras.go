@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,16 +8,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
-// Both eras (-eras, make conformance-2026; docs/design.md §24): the 0.2.x
-// suite's two requirement sets, the 2025-11-25 active suite and
-// `--requirements 2026-07-28`, each over every column: the go-sdk's
-// everything-server directly, stateful and stateless (the SDK serves one
-// era per endpoint), and through mcpkeep: `run -- server` and `proxy
-// --listen` (one endpoint for both eras, held to whatever passes directly
-// in either mode) and `run --url` in front of each mode (held to what
-// the server it fronts passes).
+// Both eras (docs/design.md §24): the 0.2.x suite's two requirement sets,
+// the 2025-11-25 active suite and `--requirements 2026-07-28`, each over
+// every column: the go-sdk's everything-server directly, stateful and
+// stateless (the SDK serves one era per endpoint), and through mcpkeep:
+// `run -- server` and `proxy --listen` (one endpoint for both eras, held
+// to whatever passes directly in either mode) and `run --url` in front of
+// each mode (held to what the server it fronts passes). Beyond that
+// baseline, mustpass.txt names what mcpkeep must pass though the server
+// does not (mustpass.go).
 
 // A requirement set is one run of the suite's server scenarios.
 type requirementSet struct {
@@ -36,63 +37,105 @@ var requirementSets = []requirementSet{
 		RetryArgs: []string{"--spec-version", "2026-07-28"}},
 }
 
-// An eraColumn is one target and the columns (by index) it is held to.
+// An eraColumn is one target and the columns (by index) it is held to;
+// id names it in mustpass.txt.
 type eraColumn struct {
-	name string
-	t    target
-	refs []int
+	id, name string
+	t        target
+	refs     []int
 }
 
 func (h *harness) eraColumns() []eraColumn {
 	return []eraColumn{
-		{name: "direct, stateful", t: h.modeServer(false)},
-		{name: "direct, stateless", t: h.modeServer(true)},
-		{name: "run (stdio)", t: h.runStdio, refs: []int{0, 1}},
-		{name: "run --url, stateful", t: h.modeURL(false), refs: []int{0}},
-		{name: "run --url, stateless", t: h.modeURL(true), refs: []int{1}},
-		{name: "proxy --listen", t: h.proxy, refs: []int{0, 1}},
+		{id: "stateful", name: "direct, stateful", t: h.modeServer(false)},
+		{id: "stateless", name: "direct, stateless", t: h.modeServer(true)},
+		{id: "stdio", name: "run (stdio)", t: h.runStdio, refs: []int{0, 1}},
+		{id: "url-stateful", name: "run --url, stateful", t: h.modeURL(false), refs: []int{0}},
+		{id: "url-stateless", name: "run --url, stateless", t: h.modeURL(true), refs: []int{1}},
+		{id: "proxy", name: "proxy --listen", t: h.proxy, refs: []int{0, 1}},
 	}
 }
 
-// runEras runs every requirement set over every column, prints the
-// tables (and writes them between the README's era markers) and fails on
-// a regression.
+// A setRun is one requirement set's columns, server and client.
+type setRun struct {
+	set       requirementSet
+	ecs       []eraColumn
+	cols      []column
+	clients   []column
+	skipped   []string
+	clientErr error
+}
+
+// runEras runs every requirement set over every column (-jobs at a time),
+// prints the tables (and writes them between the README's markers) and
+// fails on a regression.
 func runEras(ctx context.Context, h *harness, readme string) int {
+	must, err := parseMustPass(mustPassFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		return 1
+	}
+	runs := make([]*setRun, len(requirementSets))
+	var wg sync.WaitGroup
+	for i, set := range requirementSets {
+		r := &setRun{set: set, ecs: h.eraColumns()}
+		r.cols = make([]column, len(r.ecs))
+		runs[i] = r
+		for j, ec := range r.ecs {
+			wg.Go(func() { r.cols[j] = h.setColumn(ctx, set, ec) })
+		}
+		wg.Go(func() { r.clients, r.skipped, r.clientErr = h.eraClients(ctx, set) })
+	}
+	wg.Wait()
+	for _, r := range runs {
+		wg.Go(func() { h.retryDirect(ctx, r) })
+	}
+	wg.Wait()
+
 	var body strings.Builder
 	code := 0
-	for _, set := range requirementSets {
-		ecs := h.eraColumns()
-		cols := make([]column, len(ecs))
-		for i, ec := range ecs {
-			cols[i] = h.setColumn(ctx, set, ec.name, ec.t)
-			if cols[i].Err != nil {
-				fmt.Fprintf(os.Stderr, "conformance: %s, %s: %v\n", set.Name, ec.name, cols[i].Err)
+	for _, r := range runs {
+		rev := r.set.revision()
+		for i, c := range r.cols {
+			if c.Err != nil {
+				fmt.Fprintf(os.Stderr, "conformance: %s, %s: %v\n", r.set.Name, r.ecs[i].name, c.Err)
 				code = 1
 			}
 		}
-		for _, r := range compareEras(cols, ecs) {
-			fmt.Fprintf(os.Stderr, "conformance: REGRESSION (%s) %s\n", set.Name, r)
+		for _, e := range must.unknown(rev, r.cols) {
+			fmt.Fprintf(os.Stderr, "conformance: %s: %v\n", mustPassName, e)
 			code = 1
 		}
-		fmt.Fprintf(&body, "%s:\n\n%s\n", set.Name, table("server scenario", cols))
-		clients, skipped, err := h.eraClients(ctx, set)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "conformance: %s, client scenarios: %v\n", set.Name, err)
+		for _, reg := range compareEras(r.cols, r.ecs, must.of(rev)) {
+			fmt.Fprintf(os.Stderr, "conformance: REGRESSION (%s) %s\n", r.set.Name, reg)
+			code = 1
+		}
+		byCol := map[string][]string{}
+		for _, b := range beyond(r.cols, r.ecs, must.of(rev)) {
+			byCol[b.Column] = append(byCol[b.Column], b.Scenario)
+		}
+		for _, c := range sortedKeys(byCol) {
+			fmt.Printf("conformance: %s: through %s, %d scenarios pass that fail directly and %s does not list (a line \"%s <scenario>\" holds one): %s\n",
+				r.set.Name, c, len(byCol[c]), mustPassName, rev, strings.Join(byCol[c], " "))
+		}
+		fmt.Fprintf(&body, "%s:\n\n%s\n", r.set.Name, table("server scenario", r.cols))
+		if r.clientErr != nil {
+			fmt.Fprintf(os.Stderr, "conformance: %s, client scenarios: %v\n", r.set.Name, r.clientErr)
 			code = 1
 			continue
 		}
-		for _, r := range compare(clients) {
-			fmt.Fprintf(os.Stderr, "conformance: REGRESSION (%s) %s\n", set.Name, r)
+		for _, reg := range compare(r.clients) {
+			fmt.Fprintf(os.Stderr, "conformance: REGRESSION (%s) %s\n", r.set.Name, reg)
 			code = 1
 		}
-		fmt.Fprintf(&body, "%s\n", table("client scenario", clients))
-		if len(skipped) > 0 {
-			fmt.Fprintf(&body, "Not run: %s (the go-sdk's conformance baseline lists them).\n\n", codeList(skipped))
+		fmt.Fprintf(&body, "%s\n", table("client scenario", r.clients))
+		if len(r.skipped) > 0 {
+			fmt.Fprintf(&body, "Not run: %s (the go-sdk's conformance baseline lists them: mechanisms its client does not implement).\n\n", codeList(r.skipped))
 		}
 	}
 	fmt.Print("\n" + body.String())
 	if readme != "" {
-		if err := writeEraTables(readme, body.String()); err != nil {
+		if err := writeTables(readme, body.String()); err != nil {
 			fmt.Fprintf(os.Stderr, "conformance: %s: %v\n", readme, err)
 			code = 1
 		}
@@ -105,8 +148,8 @@ func runEras(ctx context.Context, h *harness, readme string) int {
 
 // compareEras lists, for each column with references, the scenarios that
 // pass in one of its references and fail in it (missing counts as
-// failing).
-func compareEras(cols []column, ecs []eraColumn) []regression {
+// failing), and those must says it passes that fail in it.
+func compareEras(cols []column, ecs []eraColumn, must map[string][]string) []regression {
 	var regs []regression
 	scenarios := map[string]bool{}
 	for _, c := range cols {
@@ -114,64 +157,168 @@ func compareEras(cols []column, ecs []eraColumn) []regression {
 			scenarios[sc] = true
 		}
 	}
+	for sc := range must {
+		scenarios[sc] = true
+	}
 	for _, sc := range sortedKeys(scenarios) {
 		for i, ec := range ecs {
 			if len(ec.refs) == 0 {
 				continue
 			}
 			passesDirectly := slices.ContainsFunc(ec.refs, func(r int) bool { return cols[r].Results[sc].ok() })
-			if o, ok := cols[i].Results[sc]; passesDirectly && (!ok || !o.ok()) {
+			o, ok := cols[i].Results[sc]
+			if ok && o.ok() {
+				continue
+			}
+			switch {
+			case passesDirectly:
 				regs = append(regs, regression{Scenario: sc, Column: cols[i].Name, Failures: o.Failures})
+			case mustPasses(must, sc, ec.id):
+				regs = append(regs, regression{Scenario: sc, Column: cols[i].Name + " (" + mustPassName + ")", Failures: o.Failures})
 			}
 		}
 	}
 	return regs
 }
 
-// setColumn runs one requirement set's scenarios against one target, and
-// each failed scenario once more alone (a failure that does not repeat is
-// the loaded machine's, said so, and counts by its retry).
-func (h *harness) setColumn(ctx context.Context, set requirementSet, name string, t target) column {
-	dir := filepath.Join(h.work, slug(set.Name), slug(name))
-	col := column{Name: name}
+// beyond lists the scenarios that pass through a column with references
+// though in none of them, and that must does not hold it to: what
+// mustpass.txt could add.
+func beyond(cols []column, ecs []eraColumn, must map[string][]string) []regression {
+	var out []regression
+	for i, ec := range ecs {
+		if len(ec.refs) == 0 {
+			continue
+		}
+		for _, sc := range sortedKeys(cols[i].Results) {
+			passesDirectly := slices.ContainsFunc(ec.refs, func(r int) bool { return cols[r].Results[sc].ok() })
+			if cols[i].Results[sc].ok() && !passesDirectly && !mustPasses(must, sc, ec.id) {
+				out = append(out, regression{Scenario: sc, Column: cols[i].Name})
+			}
+		}
+	}
+	return out
+}
+
+// setColumn runs one requirement set's scenarios against one target: a
+// column through mcpkeep h.repeat times (a scenario failing in any
+// repetition fails, repeat.go), a direct one once (retryDirect may run
+// its failures again).
+func (h *harness) setColumn(ctx context.Context, set requirementSet, ec eraColumn) column {
+	dir := filepath.Join(h.work, slug(set.Name), slug(ec.name))
+	col := column{Name: ec.name}
+	release, err := h.slot(ctx)
+	if err != nil {
+		col.Err = err
+		return col
+	}
+	defer release()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		col.Err = err
 		return col
 	}
-	fmt.Printf("conformance: %s, %s\n", set.Name, name)
-	u, stop, err := t(ctx, dir)
+	fmt.Printf("conformance: %s, %s\n", set.Name, ec.name)
+	u, stop, err := ec.t(ctx, dir)
 	if err != nil {
 		col.Err = err
 		return col
 	}
 	defer stop()
-	out := filepath.Join(dir, "results")
-	// The suite exits non-zero when a scenario fails: the results say which.
-	_ = h.suiteRun(ctx, filepath.Join(dir, "suite.log"), suiteTimeout, nil,
-		append([]string{"server", "--url", u, "-o", out}, set.Args...)...)
-	col.Results, col.Err = readResults(out)
-	for _, sc := range sortedKeys(col.Results) {
-		if col.Results[sc].ok() {
+	reps := 1
+	if len(ec.refs) > 0 {
+		reps = h.repeat
+	}
+	var runs []map[string]outcome
+	for i := 1; i <= reps; i++ {
+		rdir := dir
+		if reps > 1 {
+			rdir = filepath.Join(dir, fmt.Sprintf("rep%d", i))
+		}
+		out := filepath.Join(rdir, "results")
+		// The suite exits non-zero when a scenario fails: the results say which.
+		_ = h.suiteRun(ctx, filepath.Join(rdir, "suite.log"), suiteTimeout, nil,
+			append([]string{"server", "--url", u, "-o", out}, set.Args...)...)
+		res, err := readResults(out)
+		if err != nil {
+			col.Err = fmt.Errorf("repetition %d: %w", i, err)
+			return col
+		}
+		runs = append(runs, res)
+	}
+	col.Results = merge(runs)
+	return col
+}
+
+// retryDirect runs once more, alone, each scenario that failed in a
+// direct column where that hides a regression: it fails through a column
+// held to this one, and in each of that column's references. A failure
+// that does not repeat is the loaded machine's (said so), and the
+// scenario counts by its retry; one that repeats stands. Failures through
+// mcpkeep are never retried (repeat.go).
+func (h *harness) retryDirect(ctx context.Context, r *setRun) {
+	for d, dc := range r.ecs {
+		if len(dc.refs) > 0 || r.cols[d].Err != nil {
 			continue
 		}
-		rout := filepath.Join(dir, "retry-"+slug(sc))
+		var again []string
+		for _, sc := range sortedKeys(r.cols[d].Results) {
+			if r.cols[d].Results[sc].ok() {
+				continue
+			}
+			for i, ec := range r.ecs {
+				hidden := slices.Contains(ec.refs, d) && !r.cols[i].Results[sc].ok() &&
+					!slices.ContainsFunc(ec.refs, func(ref int) bool { return r.cols[ref].Results[sc].ok() })
+				if hidden {
+					again = append(again, sc)
+					break
+				}
+			}
+		}
+		if len(again) == 0 {
+			continue
+		}
+		h.retryAlone(ctx, r.set, dc, r.cols[d].Results, again)
+	}
+}
+
+// retryAlone restarts direct column dc's server and runs each of
+// scenarios alone against it.
+func (h *harness) retryAlone(ctx context.Context, set requirementSet, dc eraColumn, results map[string]outcome, scenarios []string) {
+	dir := filepath.Join(h.work, slug(set.Name), slug(dc.name), "retry")
+	release, err := h.slot(ctx)
+	if err != nil {
+		return
+	}
+	defer release()
+	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	u, stop, err := dc.t(ctx, dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %s, %s: the retry's server: %v\n", set.Name, dc.name, err)
+		return
+	}
+	defer stop()
+	for _, sc := range scenarios {
+		rout := filepath.Join(dir, slug(sc))
 		// --scenario runs one scenario whatever set it is in.
 		_ = h.suiteRun(ctx, rout+".log", suiteTimeout, nil,
 			append([]string{"server", "--url", u, "--scenario", sc, "-o", rout}, set.RetryArgs...)...)
 		again, err := readResults(rout)
 		if o, ok := again[sc]; err == nil && ok && o.ok() {
 			fmt.Printf("conformance: %s, %s: %s failed once and passed when run again (a flake): %s\n",
-				set.Name, name, sc, strings.Join(col.Results[sc].Failures, "; "))
-			col.Results[sc] = o
+				set.Name, dc.name, sc, strings.Join(results[sc].Failures, "; "))
+			results[sc] = o
 		}
 	}
-	return col
 }
 
 // modeServer is the go-sdk's server over Streamable HTTP, stateless or
 // stateful.
 func (h *harness) modeServer(stateless bool) target {
 	return func(ctx context.Context, dir string) (string, func(), error) {
+		h.bindMu.Lock()
+		defer h.bindMu.Unlock()
 		port, err := freePort()
 		if err != nil {
 			return "", nil, err
@@ -195,29 +342,3 @@ func (h *harness) modeServer(stateless bool) target {
 func (h *harness) modeURL(stateless bool) target {
 	return h.inFront(h.modeServer(stateless))
 }
-
-// The README markers around the era tables (beside the 0.1.x suite's).
-const (
-	eraBeginMarker = "<!-- conformance-2026:begin (generated by make conformance-2026; DO NOT EDIT) -->\n"
-	eraEndMarker   = "<!-- conformance-2026:end -->\n"
-)
-
-func writeEraTables(path, body string) error {
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	i := bytes.Index(doc, []byte(eraBeginMarker))
-	j := bytes.Index(doc, []byte(eraEndMarker))
-	if i < 0 || j < i {
-		return fmt.Errorf("the begin and end markers of the era tables (%q) are missing or out of order", strings.TrimSpace(eraBeginMarker))
-	}
-	var out bytes.Buffer
-	out.Write(doc[:i+len(eraBeginMarker)])
-	out.WriteString(body)
-	out.Write(doc[j:])
-	return os.WriteFile(path, out.Bytes(), 0o644)
-}
-
-// erasMode is -eras.
-var erasMode bool

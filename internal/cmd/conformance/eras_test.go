@@ -2,8 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,24 +9,77 @@ import (
 
 // TestCompareEras: a column through mcpkeep fails on a scenario that
 // passes in any of its references and fails (or is missing) in it; a
-// scenario that passes in none of them is no regression, and a column
-// with no references (direct) is held to nothing.
+// scenario that passes in none of them is no regression unless
+// mustpass.txt holds that column to it, and a column with no references
+// (direct) is held to nothing.
 func TestCompareEras(t *testing.T) {
 	pass, fail := outcome{Passed: 1}, outcome{Passed: 1, Failed: 1, Failures: []string{"x: no"}}
 	cols := []column{
-		{Name: "stateful", Results: map[string]outcome{"a": pass, "b": fail, "c": fail, "d": fail}},
-		{Name: "stateless", Results: map[string]outcome{"a": fail, "b": pass, "c": fail, "d": pass}},
-		{Name: "run", Results: map[string]outcome{"a": pass, "b": fail, "c": fail}},
-		{Name: "url stateful", Results: map[string]outcome{"a": pass, "b": fail, "c": fail, "d": fail}},
+		{Name: "stateful", Results: map[string]outcome{"a": pass, "b": fail, "c": fail, "d": fail, "e": fail}},
+		{Name: "stateless", Results: map[string]outcome{"a": fail, "b": pass, "c": fail, "d": pass, "e": fail}},
+		{Name: "run", Results: map[string]outcome{"a": pass, "b": fail, "c": fail, "e": pass}},
+		{Name: "url stateful", Results: map[string]outcome{"a": pass, "b": fail, "c": fail, "d": fail, "e": fail}},
 	}
-	ecs := []eraColumn{{name: "stateful"}, {name: "stateless"}, {name: "run", refs: []int{0, 1}}, {name: "url stateful", refs: []int{0}}}
+	ecs := []eraColumn{{id: "stateful"}, {id: "stateless"}, {id: "stdio", refs: []int{0, 1}}, {id: "url-stateful", refs: []int{0}}}
 	var got []string
-	for _, r := range compareEras(cols, ecs) {
+	for _, r := range compareEras(cols, ecs, nil) {
 		got = append(got, r.Column+"/"+r.Scenario)
 	}
-	want := []string{"run/b", "run/d"}
-	if !reflect.DeepEqual(got, want) {
+	if want := []string{"run/b", "run/d"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("regressions = %v, want %v", got, want)
+	}
+	// c and e fail directly; e passes through run (beyond), c nowhere.
+	if b := beyond(cols, ecs, nil); len(b) != 1 || b[0].Column != "run" || b[0].Scenario != "e" {
+		t.Errorf("beyond = %v, want e through run", b)
+	}
+	// Listed for every column: c fails through both (e passes through run
+	// and fails through url stateful); listed for stdio only: url
+	// stateful is not held to it.
+	got = nil
+	for _, r := range compareEras(cols, ecs, map[string][]string{"c": nil, "e": {"stdio"}}) {
+		got = append(got, r.Column+"/"+r.Scenario)
+	}
+	want := []string{"run/b", "run (" + mustPassName + ")/c", "url stateful (" + mustPassName + ")/c", "run/d"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("regressions with mustpass = %v, want %v", got, want)
+	}
+	if b := beyond(cols, ecs, map[string][]string{"e": nil}); len(b) != 0 {
+		t.Errorf("beyond a listed scenario = %v, want none", b)
+	}
+}
+
+// TestMustPassFile: the committed list parses, and a bad line is refused
+// with its line number and what is wrong.
+func TestMustPassFile(t *testing.T) {
+	if _, err := parseMustPass(mustPassFile); err != nil {
+		t.Fatalf("%s: %v", mustPassName, err)
+	}
+	m, err := parseMustPass([]byte("# c\n\n2026-07-28 tasks-lifecycle\n2025-11-25 ping stdio proxy # why\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols, ok := m.of("2026-07-28")["tasks-lifecycle"]; !ok || cols != nil {
+		t.Errorf("tasks-lifecycle: %v %v, want every column", cols, ok)
+	}
+	if !mustPasses(m.of("2025-11-25"), "ping", "proxy") || mustPasses(m.of("2025-11-25"), "ping", "url-stateful") {
+		t.Errorf("ping: want stdio and proxy only: %v", m.of("2025-11-25"))
+	}
+	cols := []column{{Results: map[string]outcome{"tasks-lifecycle": {}}}}
+	if errs := m.unknown("2026-07-28", cols); len(errs) != 0 {
+		t.Errorf("unknown = %v, want none", errs)
+	}
+	if errs := m.unknown("2025-11-25", cols); len(errs) != 1 || !strings.Contains(errs[0].Error(), "ping") {
+		t.Errorf("unknown = %v, want ping", errs)
+	}
+	for line, want := range map[string]string{
+		"2026-07-28\n":                 ":1: want a revision and a scenario",
+		"\n2024-01-01 ping\n":          `:2: revision "2024-01-01" is none`,
+		"2026-07-28 ping run\n":        `:1: column "run" is none of stdio`,
+		"2026-07-28 a\n2026-07-28 a\n": ":2: 2026-07-28 a is listed twice",
+	} {
+		if _, err := parseMustPass([]byte(line)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", line, err, want)
+		}
 	}
 }
 
@@ -56,26 +107,21 @@ func TestShimNameHeader(t *testing.T) {
 	}
 }
 
-// TestWriteEraTables: the era tables go between their own markers and
-// leave the rest (the 0.1.x suite's tables) as it was.
-func TestWriteEraTables(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "README.md")
-	doc := "a\n" + beginMarker + "old\n" + endMarker + eraBeginMarker + "older\n" + eraEndMarker + "z\n"
-	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeEraTables(path, "new\n"); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(path)
-	if want := strings.Replace(doc, "older\n", "new\n", 1); string(b) != want {
-		t.Errorf("README = %q, want %q", b, want)
-	}
-	if err := os.WriteFile(path, []byte("no markers\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeEraTables(path, "new\n"); err == nil {
-		t.Error("no markers: no error")
+// TestEarlierClientScenarios: the scenarios of the full client list that
+// only versions before rev have, with the last of them; none with a later
+// version or a tag that is not a version.
+func TestEarlierClientScenarios(t *testing.T) {
+	list := `Client scenarios (test against a client):
+  - initialize [2025-06-18,2025-11-25]
+  - auth/2025-03-26-oauth-metadata-backcompat [2025-03-26]
+  - auth/old [2025-03-26,2025-06-18]
+  - auth/dpop [extension]
+  - request-metadata [2026-07-28]
+`
+	got := earlierClientScenarios([]byte(list), "2025-11-25")
+	want := map[string]string{"auth/2025-03-26-oauth-metadata-backcompat": "2025-03-26", "auth/old": "2025-06-18"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("earlier = %v, want %v", got, want)
 	}
 }
 

@@ -94,7 +94,8 @@ func (p *proc) stop() {
 }
 
 // freePort is a loopback port nobody listens on now. The window until
-// the target binds it is short and the harness runs one target at a time.
+// the target binds it is short, and the harness starts one server at a
+// time (harness.bindMu); mcpkeep listens on port 0.
 func freePort() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
