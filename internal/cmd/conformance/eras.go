@@ -76,15 +76,20 @@ func runEras(ctx context.Context, h *harness, readme string) int {
 		return 1
 	}
 	runs := make([]*setRun, len(requirementSets))
-	var wg sync.WaitGroup
+	ecs := h.eraColumns()
 	for i, set := range requirementSets {
-		r := &setRun{set: set, ecs: h.eraColumns()}
-		r.cols = make([]column, len(r.ecs))
-		runs[i] = r
-		for j, ec := range r.ecs {
-			wg.Go(func() { r.cols[j] = h.setColumn(ctx, set, ec) })
-		}
-		wg.Go(func() { r.clients, r.skipped, r.clientErr = h.eraClients(ctx, set) })
+		runs[i] = &setRun{set: set, ecs: ecs, cols: make([]column, len(ecs))}
+	}
+	var wg sync.WaitGroup
+	for j, ec := range ecs {
+		wg.Go(func() {
+			for i, c := range h.targetColumns(ctx, ec) {
+				runs[i].cols[j] = c
+			}
+		})
+	}
+	for _, r := range runs {
+		wg.Go(func() { r.clients, r.skipped, r.clientErr = h.eraClients(ctx, r.set) })
 	}
 	wg.Wait()
 	for _, r := range runs {
@@ -200,53 +205,66 @@ func beyond(cols []column, ecs []eraColumn, must map[string][]string) []regressi
 	return out
 }
 
-// setColumn runs one requirement set's scenarios against one target: a
-// column through mcpkeep h.repeat times (a scenario failing in any
-// repetition fails, repeat.go), a direct one once (retryDirect may run
-// its failures again).
-func (h *harness) setColumn(ctx context.Context, set requirementSet, ec eraColumn) column {
-	dir := filepath.Join(h.work, slug(set.Name), slug(ec.name))
-	col := column{Name: ec.name}
+// targetColumns starts one target and runs every requirement set's
+// scenarios against it, one set after the other (one endpoint of one
+// process serves both eras, §24): through mcpkeep h.repeat times each (a
+// scenario failing in any repetition fails, repeat.go), directly once
+// (retryDirect may run its failures again). It returns a column per set.
+func (h *harness) targetColumns(ctx context.Context, ec eraColumn) []column {
+	cols := make([]column, len(requirementSets))
+	for i := range cols {
+		cols[i].Name = ec.name
+	}
+	fail := func(err error) []column {
+		for i := range cols {
+			if cols[i].Results == nil && cols[i].Err == nil {
+				cols[i].Err = err
+			}
+		}
+		return cols
+	}
 	release, err := h.slot(ctx)
 	if err != nil {
-		col.Err = err
-		return col
+		return fail(err)
 	}
 	defer release()
+	dir := filepath.Join(h.work, slug(ec.name))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		col.Err = err
-		return col
+		return fail(err)
 	}
-	fmt.Printf("conformance: %s, %s\n", set.Name, ec.name)
+	fmt.Printf("conformance: %s\n", ec.name)
 	u, stop, err := ec.t(ctx, dir)
 	if err != nil {
-		col.Err = err
-		return col
+		return fail(err)
 	}
 	defer stop()
 	reps := 1
 	if len(ec.refs) > 0 {
 		reps = h.repeat
 	}
-	var runs []map[string]outcome
-	for i := 1; i <= reps; i++ {
-		rdir := dir
-		if reps > 1 {
-			rdir = filepath.Join(dir, fmt.Sprintf("rep%d", i))
+	for i, set := range requirementSets {
+		var runs []map[string]outcome
+		for rep := 1; rep <= reps; rep++ {
+			rdir := filepath.Join(dir, slug(set.Name))
+			if reps > 1 {
+				rdir = filepath.Join(rdir, fmt.Sprintf("rep%d", rep))
+			}
+			out := filepath.Join(rdir, "results")
+			// The suite exits non-zero when a scenario fails: the results say which.
+			_ = h.suiteRun(ctx, filepath.Join(rdir, "suite.log"), suiteTimeout, nil,
+				append([]string{"server", "--url", u, "-o", out}, set.Args...)...)
+			res, err := readResults(out)
+			if err != nil {
+				cols[i].Err = fmt.Errorf("%s, repetition %d: %w", set.Name, rep, err)
+				break
+			}
+			runs = append(runs, res)
 		}
-		out := filepath.Join(rdir, "results")
-		// The suite exits non-zero when a scenario fails: the results say which.
-		_ = h.suiteRun(ctx, filepath.Join(rdir, "suite.log"), suiteTimeout, nil,
-			append([]string{"server", "--url", u, "-o", out}, set.Args...)...)
-		res, err := readResults(out)
-		if err != nil {
-			col.Err = fmt.Errorf("repetition %d: %w", i, err)
-			return col
+		if cols[i].Err == nil {
+			cols[i].Results = merge(runs)
 		}
-		runs = append(runs, res)
 	}
-	col.Results = merge(runs)
-	return col
+	return cols
 }
 
 // retryDirect runs once more, alone, each scenario that failed in a
@@ -284,7 +302,7 @@ func (h *harness) retryDirect(ctx context.Context, r *setRun) {
 // retryAlone restarts direct column dc's server and runs each of
 // scenarios alone against it.
 func (h *harness) retryAlone(ctx context.Context, set requirementSet, dc eraColumn, results map[string]outcome, scenarios []string) {
-	dir := filepath.Join(h.work, slug(set.Name), slug(dc.name), "retry")
+	dir := filepath.Join(h.work, slug(dc.name), "retry", slug(set.Name))
 	release, err := h.slot(ctx)
 	if err != nil {
 		return
