@@ -44,9 +44,14 @@ type sticky struct {
 type applied struct {
 	turn chan struct{} // capacity 1, made with the generation
 	// Owned by the turn's holder.
-	subs  map[string]bool
-	level mcp.LoggingLevel
-	roots []*mcp.Root
+	subs map[string]bool
+	// listening are the URIs unsubscribed on 2026-07-28 whose
+	// subscriptions/listen the SDK still holds (reconcile leaves it
+	// open): subscribed again, they need no new listen, and the SDK's
+	// Subscribe would send none, so no acknowledgement would come.
+	listening map[string]bool
+	level     mcp.LoggingLevel
+	roots     []*mcp.Root
 
 	mu  sync.Mutex // guards ver
 	ver uint64
@@ -223,6 +228,13 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 		if a.subs[uri] {
 			continue
 		}
+		if a.listening[uri] {
+			// Its listen is still open, and the server still sends its
+			// updates there (docs/design.md §13, subscriptions).
+			delete(a.listening, uri)
+			a.subs[uri] = true
+			continue
+		}
 		var err error
 		if caps.Resources == nil || !caps.Resources.Subscribe {
 			err = errNoSubscribe
@@ -253,6 +265,11 @@ func (s *Supervisor) reconcile(ctx context.Context, g *generation, cs *mcp.Clien
 			// updates are no longer passed on (see subscribed).
 			if !modern(cs) {
 				_ = bounded(ctx, func(ctx context.Context) error { return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}) })
+			} else {
+				if a.listening == nil {
+					a.listening = map[string]bool{}
+				}
+				a.listening[uri] = true
 			}
 			delete(a.subs, uri)
 		}
