@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -55,6 +56,11 @@ type bridge struct {
 	asks             chan *ask
 	done             chan outcome
 	closed           chan struct{}
+	// late, when set, is a fast call's first round not yet under way
+	// (fast.go: the server's call runs on the host call's goroutine):
+	// the first of an input request and the host's end starts it
+	// (goLate), or the call's result takes it back.
+	late atomic.Pointer[func()]
 
 	mu      sync.Mutex
 	pending map[string]*ask // input request id → the server's request waiting for it
@@ -237,6 +243,7 @@ func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mc
 			return res, nil
 		}
 	}
+	b.goLate() // a round must be under way to take a
 	select {
 	case b.asks <- a:
 	case <-b.closed:
@@ -251,6 +258,14 @@ func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mc
 		return nil, errBridgeClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// goLate starts the first round of a fast call, once, unless its result
+// took it back (fast.go).
+func (b *bridge) goLate() {
+	if f := b.late.Swap(nil); f != nil {
+		(*f)()
 	}
 }
 

@@ -391,36 +391,51 @@ func (c *fastConn) worker(j fastJob) {
 
 // call relays one host call and answers it.
 func (c *fastConn) call(ctx context.Context, fr fastReq) {
-	defer func() {
-		c.mu.Lock()
-		cancel := c.calls[fr.req.ID]
-		delete(c.calls, fr.req.ID)
-		c.mu.Unlock()
-		cancel()
-	}()
 	u := c.s.up
 	pool := u.pool()
 	relay := u.host.progressTo(ctx, fr.ss, fr.token)
 	ctx, endTrace := c.s.traceFast(ctx, fr.public, fr.ss, fr.trace) // docs/design.md §27
-	if !fr.modern {
-		// Counted in flight for Shutdown; ctx already ends with the
-		// proxy's (the connection's is derived from it), so no context
-		// of track's is needed.
-		c.s.calls.add(1)
-		defer c.s.calls.add(-1)
-		cctx := withCarrier(ctx, via{session: fr.ss})
-		var opts *mcpkeep.CallOptions
-		if relay != nil {
-			opts = &mcpkeep.CallOptions{Progress: relay}
-		}
-		start := time.Now()
-		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
-		u.observe(fr.server, "tools/call", start, err)
-		u.host.flush(cctx, fr.ss)
-		endTrace(raw, err)
-		c.answer(fr, outcome{raw: raw, err: err})
+	if fr.modern {
+		c.callModern(ctx, fr, relay, endTrace)
 		return
 	}
+	defer c.end(fr)
+	// Counted in flight for Shutdown; ctx already ends with the
+	// proxy's (the connection's is derived from it), so no context
+	// of track's is needed.
+	c.s.calls.add(1)
+	defer c.s.calls.add(-1)
+	cctx := withCarrier(ctx, via{session: fr.ss})
+	var opts *mcpkeep.CallOptions
+	if relay != nil {
+		opts = &mcpkeep.CallOptions{Progress: relay}
+	}
+	start := time.Now()
+	raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
+	u.observe(fr.server, "tools/call", start, err)
+	u.host.flush(cctx, fr.ss)
+	endTrace(raw, err)
+	c.answer(fr, outcome{raw: raw, err: err})
+}
+
+// end forgets a fast call that was answered (or handed back).
+func (c *fastConn) end(fr fastReq) {
+	c.mu.Lock()
+	cancel := c.calls[fr.req.ID]
+	delete(c.calls, fr.req.ID)
+	c.mu.Unlock()
+	cancel()
+}
+
+// callModern relays a 2026-07-28 host's call. Its server call runs on
+// the bridge's context (it may outlive the host's first round: an input
+// request), but on this goroutine: most calls end with their result, and
+// a goroutine of its own per call, and the hand-over of its result, were
+// a third of the hop (docs/design.md §24). Only when the server asks the
+// host for input, or the host cancels, does the first round go its way
+// (bridges.round) on a goroutine of its own: the bridge's late hook.
+func (c *fastConn) callModern(ctx context.Context, fr fastReq, relay func(*mcp.ProgressNotificationParams), endTrace func(json.RawMessage, error)) {
+	u := c.s.up
 	bs := &u.host.bridges
 	b := bs.open(fr.server, fr.public, fr.ss)
 	b.setRound(ctx, fr.ss, relay, "")
@@ -428,23 +443,38 @@ func (c *fastConn) call(ctx context.Context, fr fastReq) {
 	if relay != nil {
 		opts.Progress = b.relay
 	}
+	finish := func(out outcome, final bool) {
+		u.host.flush(ctx, fr.ss)
+		endTrace(out.raw, out.err)
+		if !final {
+			c.handOff(fr, out)
+			return
+		}
+		c.answer(fr, out)
+	}
+	late := func() {
+		go func() {
+			defer c.end(fr)
+			finish(bs.round(ctx, b))
+		}()
+	}
+	b.late.Store(&late)
+	stop := context.AfterFunc(ctx, b.goLate)                           // the host cancelled, or went
 	cctx := withCarrier(mcpkeep.TraceFrom(b.ctx, ctx), via{bridge: b}) // b.ctx ends with the proxy's
 	c.s.calls.add(1)
-	go func() {
-		defer c.s.calls.add(-1)
-		start := time.Now()
-		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
-		u.observe(fr.server, "tools/call", start, err)
-		b.done <- outcome{raw: raw, err: err}
-	}()
-	out, final := bs.round(ctx, b)
-	u.host.flush(ctx, fr.ss)
-	endTrace(out.raw, out.err)
-	if !final {
-		c.handOff(fr, out)
+	start := time.Now()
+	raw, err := u.pool().CallRaw(cctx, fr.public, fr.args, opts)
+	u.observe(fr.server, "tools/call", start, err)
+	c.s.calls.add(-1)
+	out := outcome{raw: raw, err: err}
+	if b.late.Swap(nil) == nil {
+		b.done <- out // the round went its way: a round takes it
 		return
 	}
-	c.answer(fr, out)
+	stop()
+	bs.close(b)
+	defer c.end(fr)
+	finish(out, true)
 }
 
 // answer writes the host's answer: the server's result or JSON-RPC error

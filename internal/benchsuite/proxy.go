@@ -448,11 +448,12 @@ type hopResult struct {
 	legacyProtocol string // ... by the hosts that pinned legacyProtocol
 	calls          [2]durations
 	legacyCalls    [2]durations
-	legacyProxy    perCall // in the proxy, per relayed call of a legacy host
-	measured       int     // calls of the per-process figures
-	proxy          perCall // in the proxy, per relayed call
-	directServer   perCall // in the fixture, called directly
-	proxiedServer  perCall // in the fixture, behind the proxy
+	bareCalls      [2]durations // direct, and through the bare relay (bare.go)
+	legacyProxy    perCall      // in the proxy, per relayed call of a legacy host
+	measured       int          // calls of the per-process figures
+	proxy          perCall      // in the proxy, per relayed call
+	directServer   perCall      // in the fixture, called directly
+	proxiedServer  perCall      // in the fixture, behind the proxy
 	build          time.Duration
 	profile        []profileShare // the proxy's CPU profile under load, summed up
 	profileSecs    int
@@ -514,6 +515,9 @@ func runProxyHop(ctx context.Context, cfg Config, b *proxyBuild, relay bool) (*h
 	}
 	if res.legacyCalls, err = interleave(legacy, max(cfg.ProxyCalls/2, 1), 100, timed); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", legacyProtocol, err)
+	}
+	if res.bareCalls, err = bareHop(ctx, cfg, direct, timed); err != nil {
+		return nil, nil, fmt.Errorf("bare relay: %w", err)
 	}
 	cfg.progress("  proxy hop: %d + %d echo calls (%s), %d + %d (%s)", len(res.calls[0]), len(res.calls[1]), res.protocol,
 		len(res.legacyCalls[0]), len(res.legacyCalls[1]), res.legacyProtocol)

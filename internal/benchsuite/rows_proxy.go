@@ -21,6 +21,11 @@ func proxyRows(rep *Report, hr *hopResult, cfg Config) {
 		row.Verdict, row.Reason = verdict(added <= q.target, hopReason(hr, q.p, added))
 		rep.add(row)
 	}
+	if bd, bp := hr.bareCalls[0], hr.bareCalls[1]; len(bp) > 0 {
+		rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("the floor of a hop: echo through a bare relay (io.Copy both ways, no JSON-RPC), %s, p50 / p99 (n=%d)", hr.protocol, len(bp)),
+			Mcpkeep: fmtDur(bp.pct(50)) + " / " + fmtDur(bp.pct(99)), Comparison: "direct " + fmtDur(bd.pct(50)) + " / " + fmtDur(bd.pct(99)),
+			Ratio: signedDur(bp.pct(50)-bd.pct(50)) + " / " + signedDur(bp.pct(99)-bd.pct(99)), Target: "—", Verdict: Info})
+	}
 	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("echo through mcpkeep proxy, %s, p50 / p99 (n=%d)", hr.legacyProtocol, len(lp)),
 		Mcpkeep: fmtDur(lp.pct(50)) + " / " + fmtDur(lp.pct(99)), Comparison: "direct " + fmtDur(ld.pct(50)) + " / " + fmtDur(ld.pct(99)),
 		Ratio: signedDur(lp.pct(50)-ld.pct(50)) + " / " + signedDur(lp.pct(99)-ld.pct(99)), Target: "—", Verdict: Info})

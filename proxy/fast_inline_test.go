@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestFastPathModernCallRunsOnItsWorker: a 2026-07-28 host's call is
+// relayed on the fast path's worker itself, not on a goroutine of its own
+// per call (docs/design.md §24: the hand-over was a third of the hop); a
+// cancel still reaches the server (the first round then goes its way).
+func TestFastPathModernCallRunsOnItsWorker(t *testing.T) {
+	r, w := fastRigWaiting(t, Options{})
+	h := newFastHost(r, modernVersion)
+	r.waitApplied()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__wait", Arguments: map[string]any{}})
+		errc <- err
+	}()
+	await(t, w.arrived, "the call reached the server")
+	if r.srv.fast.served.Load() == 0 {
+		t.Fatal("the call did not take the fast path")
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	relaying := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, "mcpkeep.(*Supervisor).CallRaw(") {
+			continue
+		}
+		relaying++
+		if !strings.Contains(g, "proxy.(*fastConn).worker(") {
+			t.Errorf("the server's call runs off the fast path's worker:\n%s", g)
+		}
+	}
+	if relaying != 1 {
+		t.Fatalf("%d goroutines in Supervisor.CallRaw, want 1", relaying)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	await(t, w.cancelled, "the server's handler was cancelled")
+	if got, isErr := call(t, h.cs, "files__echo", map[string]any{"text": "after"}); got != "after" || isErr {
+		t.Fatalf("after the cancel: %q (error %v)", got, isErr)
+	}
+}
