@@ -208,6 +208,12 @@ func (m *fastMeta) triple() (metaTriple, bool) {
 	return t, t.version != ""
 }
 
+// is reports whether m's protocol fields are t, byte for byte (without
+// making strings of them: this runs per call).
+func (m *fastMeta) is(t *metaTriple) bool {
+	return string(m.ProtocolVersion) == t.version && string(m.ClientInfo) == t.info && string(m.ClientCapabilities) == t.caps
+}
+
 // noteMeta keeps the _meta fields of a request the SDK serves.
 func (c *fastConn) noteMeta(req *jsonrpc.Request) {
 	if !bytes.Contains(req.Params, []byte(mcp.MetaKeyProtocolVersion)) {
@@ -287,9 +293,8 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 		fr.trace = &mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}
 	}
 	if fr.modern {
-		t, _ := meta.triple()
 		c.mu.Lock()
-		same := c.served != nil && t == *c.served
+		same := c.served != nil && meta.is(c.served)
 		c.mu.Unlock()
 		if !same || len(meta.LogLevel) > 0 {
 			return false
@@ -437,7 +442,7 @@ func (c *fastConn) end(fr fastReq) {
 func (c *fastConn) callModern(ctx context.Context, fr fastReq, relay func(*mcp.ProgressNotificationParams), endTrace func(json.RawMessage, error)) {
 	u := c.s.up
 	bs := &u.host.bridges
-	b := bs.open(fr.server, fr.public, fr.ss)
+	b := bs.openFast(fr.server, fr.public, fr.ss)
 	b.setRound(ctx, fr.ss, relay, "")
 	opts := &mcpkeep.CallOptions{}
 	if relay != nil {

@@ -28,6 +28,15 @@ func TestFastPathModernCallRunsOnItsWorker(t *testing.T) {
 	if r.srv.fast.served.Load() == 0 {
 		t.Fatal("the call did not take the fast path")
 	}
+	// Its bridge has no id, no timer and no index entry: only an input
+	// request of the server's would need them.
+	bs := &r.srv.host.bridges
+	bs.mu.Lock()
+	indexed := len(bs.byID) + len(bs.byServer)
+	bs.mu.Unlock()
+	if indexed != 0 {
+		t.Errorf("a call's bridge is indexed (%d entries) before any input request", indexed)
+	}
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	relaying := 0
