@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -82,8 +83,47 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	fc := &fastConn{Connection: c, s: t.s, calls: map[jsonrpc.ID]context.CancelFunc{},
 		metas: map[jsonrpc.ID]metaTriple{}, work: make(chan fastJob)}
 	fc.ctx, fc.cancel = context.WithCancel(t.s.ctx)
+	if d, ok := c.(transport.Diverter); ok {
+		d.Divert(fc.divert)
+	}
 	t.conn = fc
 	return fc, nil
+}
+
+// divert takes a call the fast path serves off the host's stream on the
+// goroutine that read it, which then relays it (transport.Diverter): no
+// hand-over to the SDK's reader and on to a worker before the call goes
+// out (docs/design.md §24). What it leaves reads on to Read as before.
+func (c *fastConn) divert(m jsonrpc.Message) func() {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" || !req.IsCall() {
+		return nil
+	}
+	j, ok := c.prepare(req)
+	if !ok {
+		return nil
+	}
+	// Counted as a worker is, for Serve to wait for; none once Serve
+	// ended the connection (stop).
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		c.end(j.fr)
+		return nil
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	return func() {
+		defer c.wg.Done()
+		c.call(j.ctx, j.fr)
+	}
+}
+
+// stop ends the fast calls; none is counted after it (divert).
+func (c *fastConn) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancel()
 }
 
 // maxMetas bounds the _meta fields kept for requests the SDK serves.
@@ -272,21 +312,30 @@ type fastReq struct {
 
 // serve starts serving req on the fast path, or says it is the SDK's.
 func (c *fastConn) serve(req *jsonrpc.Request) bool {
+	j, ok := c.prepare(req)
+	if ok {
+		c.dispatch(j)
+	}
+	return ok
+}
+
+// prepare makes req a fast call, or says it is the SDK's.
+func (c *fastConn) prepare(req *jsonrpc.Request) (fastJob, bool) {
 	ss := c.session.Load()
 	if ss == nil || c.s.opts.TypedRelay {
-		return false
+		return fastJob{}, false
 	}
 	ip := ss.InitializeParams()
 	if ip == nil || c.s.getPool() == nil {
-		return false
+		return fastJob{}, false
 	}
 	var p fastParams
 	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields|segjson.DontCopyRawMessage); err != nil {
-		return false
+		return fastJob{}, false
 	}
 	meta, ok := parseMeta(p.Meta)
 	if !ok {
-		return false
+		return fastJob{}, false
 	}
 	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
 	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
@@ -297,26 +346,26 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 		same := c.served != nil && meta.is(c.served)
 		c.mu.Unlock()
 		if !same || len(meta.LogLevel) > 0 {
-			return false
+			return fastJob{}, false
 		}
 	} else if len(meta.ProtocolVersion) > 0 {
-		return false
+		return fastJob{}, false
 	}
 	if raw := meta.ProgressToken; len(raw) > 0 {
 		var tok any
 		if err := json.Unmarshal(raw, &tok); err != nil {
-			return false
+			return fastJob{}, false
 		}
 		switch tok.(type) {
 		case string, float64:
 			fr.token = tok
 		default:
-			return false
+			return fastJob{}, false
 		}
 	}
 	server, ok := c.s.up.exposedBy(p.Name)
 	if !ok {
-		return false
+		return fastJob{}, false
 	}
 	fr.server = server
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -324,13 +373,12 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 	if _, dup := c.calls[req.ID]; dup {
 		c.mu.Unlock()
 		cancel()
-		return false
+		return fastJob{}, false
 	}
 	c.calls[req.ID] = cancel
 	c.mu.Unlock()
 	c.s.fast.served.Add(1)
-	c.dispatch(fastJob{ctx, fr})
-	return true
+	return fastJob{ctx, fr}, true
 }
 
 // modernVersion is the first protocol version of the stateless era.

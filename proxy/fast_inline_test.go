@@ -10,11 +10,27 @@ import (
 )
 
 // TestFastPathModernCallRunsOnItsWorker: a 2026-07-28 host's call is
-// relayed on the fast path's worker itself, not on a goroutine of its own
-// per call (docs/design.md §24: the hand-over was a third of the hop); a
-// cancel still reaches the server (the first round then goes its way).
+// relayed on the goroutine that took it, not on a goroutine of its own
+// per call (docs/design.md §24, the hop): on a stdio host's stream the
+// reader that read it (transport.Diverter), elsewhere the fast path's
+// worker; a cancel still reaches the server (the first round then goes
+// its way).
 func TestFastPathModernCallRunsOnItsWorker(t *testing.T) {
+	for _, c := range []struct {
+		host      string
+		stdio     bool
+		on, notOn string
+	}{
+		{"memory", false, "proxy.(*fastConn).worker(", "transport.(*hostConn).readLoop("},
+		{"stdio", true, "transport.(*hostConn).readLoop(", "proxy.(*fastConn).worker("},
+	} {
+		t.Run(c.host, func(t *testing.T) { testModernCallRunsOn(t, c.stdio, c.on, c.notOn) })
+	}
+}
+
+func testModernCallRunsOn(t *testing.T, stdio bool, on, notOn string) {
 	r, w := fastRigWaiting(t, Options{})
+	r.stdio = stdio
 	h := newFastHost(r, modernVersion)
 	r.waitApplied()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,8 +61,8 @@ func TestFastPathModernCallRunsOnItsWorker(t *testing.T) {
 			continue
 		}
 		relaying++
-		if !strings.Contains(g, "proxy.(*fastConn).worker(") {
-			t.Errorf("the server's call runs off the fast path's worker:\n%s", g)
+		if !strings.Contains(g, on) || strings.Contains(g, notOn) {
+			t.Errorf("the server's call runs off %s:\n%s", on, g)
 		}
 	}
 	if relaying != 1 {
