@@ -621,11 +621,14 @@ type profileShare struct {
 // profileCosts are the costs the proxy's profile is summed up by: the
 // function whose cumulative share stands for each.
 var profileCosts = []struct{ what, fn string }{
+	{"reading the host's stream (HostStdio: the SDK's framing, json.Decoder)", "github.com/mcpkeep/mcpkeep/transport.(*frameReader).next"},
+	{"taking the call off it (fastConn.divert: the checks, the params)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).divert"},
+	{"handing the host's stream on to a standby reader (a wake-up)", "runtime.selectnbsend"},
 	{"the fast path's call (proxy.fastConn.call: the relay, the answer)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).call"},
-	{"Supervisor.CallRaw (the raw request and its answer; on 2026-07-28 on a goroutine of its own)", "github.com/mcpkeep/mcpkeep.(*Supervisor).CallRaw"},
-	{"reading the host's stream (HostStdio: json.Decoder framing, the SDK's)", "github.com/mcpkeep/mcpkeep/transport.(*hostConn).readLoop"},
-	{"reading the server's stream (Lines)", "github.com/mcpkeep/mcpkeep/transport.(*lineConn).Read"},
-	{"envelope decoding (DecodeEnvelope)", "github.com/mcpkeep/mcpkeep/transport.DecodeEnvelope"},
+	{"of which the relay to the server (Supervisor.CallRaw: the request's write, the wait)", "github.com/mcpkeep/mcpkeep.(*Supervisor).CallRaw"},
+	{"of which the answer's check and write to the host (fastConn.answer)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).answer"},
+	{"reading the server's stream (Lines; RawConn picks the answer out)", "github.com/mcpkeep/mcpkeep/transport.(*lineConn).Read"},
+	{"envelope decoding (DecodeEnvelope, both streams)", "github.com/mcpkeep/mcpkeep/transport.DecodeEnvelope"},
 	{"the SDK's server (requests the fast path left to it)", "github.com/modelcontextprotocol/go-sdk/mcp.(*ServerSession).handle"},
 	{"go-sdk internal/json.Unmarshal (a fresh 32 KiB decoder each)", "github.com/modelcontextprotocol/go-sdk/internal/json.Unmarshal"},
 	{"contexts (context.(*cancelCtx).propagateCancel)", "context.(*cancelCtx).propagateCancel"},
