@@ -148,6 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		ic  *idleCallResult
 		ss  *sessionsResult
 		sh  *sharingResult
+		sl  *statelessResult
 		br  *binaryResult
 		err error
 	)
@@ -215,6 +216,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if sh, err = runSharing(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("sharing: %w", err)
 			}
+			cfg.progress("section 7: the 2026-07-28 stateless front over HTTP, one host and %d at once", statelessHosts)
+			if sl, err = runStateless(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("stateless front: %w", err)
+			}
 		}
 		if cfg.wants("startup") {
 			cfg.progress("section 9: startup of %d servers", cfg.StartupServers)
@@ -264,6 +269,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if sh != nil {
 			sharingRows(rep, sh)
 		}
+	}
+	if sl != nil {
+		statelessRows(rep, sl)
 	}
 	if rr != nil {
 		relayRows(rep, rr, cfg)
