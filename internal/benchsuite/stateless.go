@@ -66,12 +66,17 @@ func serveStateless(addrFile string) int {
 	return 1
 }
 
-// statelessHosts is how many hosts call at once in the concurrent rows;
-// statelessCallsEach is how many calls each makes per round.
-const (
-	statelessHosts     = 100
-	statelessCallsEach = 20
-)
+// statelessCallsEach is how many calls each host makes per round in the
+// concurrent rows.
+const statelessCallsEach = 20
+
+// statelessHosts is Config.StatelessHosts, 100 by default.
+func (c Config) statelessHosts() int {
+	if c.StatelessHosts > 0 {
+		return c.StatelessHosts
+	}
+	return 100
+}
 
 // statelessResult is the stateless front's figures.
 type statelessResult struct {
@@ -83,6 +88,7 @@ type statelessResult struct {
 	manyWall   [2]time.Duration
 	manyCalls  [2]int
 	manyRounds int
+	hosts      int // at once
 }
 
 // httpPath is a host's way to the server over HTTP.
@@ -223,9 +229,10 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 	res.server, res.front, res.behind = d[0], f[0], f[1]
 
 	// Many hosts at once, rounds ABBA.
+	res.hosts = cfg.statelessHosts()
 	var many [2][]*path
 	for i, p := range paths {
-		for range statelessHosts {
+		for range res.hosts {
 			cs, err := connect(p)
 			if err != nil {
 				return nil, err
@@ -239,7 +246,7 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 		for _, i := range [][2]int{{0, 1}, {1, 0}}[r%2] {
 			wall, ds, err := manyAtOnce(ctx, many[i])
 			if err != nil {
-				return nil, fmt.Errorf("%d hosts, %s: %w", statelessHosts, paths[i].name, err)
+				return nil, fmt.Errorf("%d hosts, %s: %w", res.hosts, paths[i].name, err)
 			}
 			res.many[i] = append(res.many[i], ds...)
 			res.manyWall[i] += wall
@@ -247,7 +254,7 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 		}
 	}
 	cfg.progress("  stateless front: %d + %d echo calls, %d hosts × %d calls × %d rounds per path", len(res.calls[0]), len(res.calls[1]),
-		statelessHosts, statelessCallsEach, res.manyRounds)
+		res.hosts, statelessCallsEach, res.manyRounds)
 	return res, nil
 }
 
@@ -300,7 +307,7 @@ func statelessRows(rep *Report, sr *statelessResult) {
 		Comparison: fmt.Sprintf("the server per request, called directly: %.1f (%s) / %s (behind the front: %.1f / %s)", sr.server.allocs, fmtBytes(sr.server.bytes), fmtDur(sr.server.cpu), sr.behind.allocs, fmtDur(sr.behind.cpu)),
 		Ratio:      fmtRatio(float64(sr.front.cpu), float64(sr.server.cpu)) + " of the CPU", Target: "—", Verdict: Info})
 	rate := func(i int) float64 { return float64(sr.manyCalls[i]) / sr.manyWall[i].Seconds() }
-	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("%d concurrent 2026-07-28 hosts through one `run --listen` process: calls/s, p99 (%d calls)", statelessHosts, sr.manyCalls[1]),
+	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("%d concurrent 2026-07-28 hosts through one `run --listen` process: calls/s, p99 (%d calls)", sr.hosts, sr.manyCalls[1]),
 		Mcpkeep:    fmt.Sprintf("%.0f calls/s, p99 %s", rate(1), fmtDur(sr.many[1].pct(99))),
 		Comparison: fmt.Sprintf("the server directly: %.0f calls/s, p99 %s", rate(0), fmtDur(sr.many[0].pct(99))),
 		Ratio:      fmtRatio(rate(1), rate(0)) + " of the rate", Target: "—", Verdict: Info})
@@ -311,5 +318,5 @@ func statelessRows(rep *Report, sr *statelessResult) {
 		"calls (an echo carries no requestState: sealing and opening it is a multi-round-trip call's cost, not measured here). "+
 		"Then %d hosts per path, each connected on its own, make %d calls each back to back, all at once, in %d rounds "+
 		"alternating the paths: calls per second of wall time and the p99 of every call.",
-		len(sr.calls[1]), max(len(sr.calls[1])/2, 100), statelessHosts, statelessCallsEach, sr.manyRounds)
+		len(sr.calls[1]), max(len(sr.calls[1])/2, 100), sr.hosts, statelessCallsEach, sr.manyRounds)
 }
