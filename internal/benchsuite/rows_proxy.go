@@ -188,6 +188,10 @@ func binaryRows(rep *Report, br *binaryResult) {
 // hopReason says where the hop's added latency goes: the proxy's CPU per
 // relayed call (its work), and, when that falls short of the added time,
 // the waiting, told apart by the legacy protocol's hop.
+// ownTarget is the reachable target proposed for the hop's p50: what
+// mcpkeep adds above the bare relay, measured beside it.
+const ownTarget = 150 * time.Microsecond
+
 func hopReason(hr *hopResult, p float64, added time.Duration) string {
 	legacy := hr.legacyCalls[1].pct(p) - hr.legacyCalls[0].pct(p)
 	r := fmt.Sprintf("the hop adds %s at p%.0f (%s on %s); per relayed call the proxy spends %s of CPU and %.0f allocations "+
@@ -197,6 +201,11 @@ func hopReason(hr *hopResult, p float64, added time.Duration) string {
 		floor := bp.pct(p) - bd.pct(p)
 		r += fmt.Sprintf(". A process that only copies the bytes (the bare relay row) adds %s here: two more pipe crossings "+
 			"and a third process to wake, before any work; mcpkeep's own share is the other %s", signedDur(floor), signedDur(added-floor))
+		if p == 50 {
+			r += fmt.Sprintf(". The 120 µs target is about that floor on this machine, out of reach for any relay that does "+
+				"work; the reachable one proposed (issue 39): mcpkeep's own share, the added p50 less the bare relay's "+
+				"measured beside it, ≤ %s (here %s)", fmtDur(ownTarget), signedDur(added-floor))
+		}
 	}
 	return r + ". The work left on the fast path (docs/design.md §24), where the call and its answer are relayed as " +
 		"JSON and never decoded, by the goroutine that read the call: the host stream's json.Decoder framing that " +
