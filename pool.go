@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -239,6 +240,30 @@ func (p *Pool) States() []Snapshot {
 }
 
 // parallel runs fn on every item at once and joins the errors.
+// parallelN is parallel with at most n calls of fn at once.
+func parallelN[T any](items []T, n int, fn func(T) error) error {
+	errs := make([]error, len(items))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, len(items)) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = fn(items[i])
+			}
+		})
+	}
+	for i := range items {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// prepareWorkers is how many servers' cached catalogs Apply reads and
+// registers at once: at least a few (they read files), else one per CPU.
+var prepareWorkers = func() int { return max(4, runtime.GOMAXPROCS(0)) }
+
 func parallel[T any](items []T, fn func(T) error) error {
 	errs := make([]error, len(items))
 	var wg sync.WaitGroup

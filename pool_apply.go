@@ -124,17 +124,24 @@ func (p *Pool) Apply(ctx context.Context, cfg *config.Config) error {
 	// host's first answers must not wait behind their start-up. A server
 	// whose catalog is listed from the cache starts later, a few at a
 	// time (stagger), so its start-up does not compete with them either.
-	var now, later []*poolServer
+	var now, later, free []*poolServer
+	mayHold := make(map[*poolServer]bool, len(fresh))
 	for _, ps := range fresh {
 		p.mu.Lock()
-		free := len(p.mu.retired[ps.cfg.Name]) == 0
+		isFree := len(p.mu.retired[ps.cfg.Name]) == 0
 		p.mu.Unlock()
-		mayHold := free && p.opts.Cache != nil && !ps.cfg.FailOnStartupError && !ps.cfg.Lazy
-		ps.held.Store(mayHold)
-		if free {
-			_ = ps.sup.prepare() // a failure is Start's to report
+		mayHold[ps] = isFree && p.opts.Cache != nil && !ps.cfg.FailOnStartupError && !ps.cfg.Lazy
+		ps.held.Store(mayHold[ps])
+		if isFree {
+			free = append(free, ps)
 		}
-		if mayHold && ps.sup.settledByCache() {
+	}
+	// The cache entries are read and registered a few at a time: a warm
+	// start of many servers waits for the slowest, not for their sum
+	// (docs/design.md §20). A failure is Start's to report.
+	_ = parallelN(free, prepareWorkers(), func(ps *poolServer) error { return ps.sup.prepare() })
+	for _, ps := range fresh {
+		if mayHold[ps] && ps.sup.settledByCache() {
 			later = append(later, ps)
 		} else {
 			ps.held.Store(false)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
@@ -58,6 +59,12 @@ type bridge struct {
 	asks             chan *ask
 	done             chan outcome
 	closed           chan struct{}
+	// late, when set, is a fast call's first round not yet under way
+	// (fast.go: the server's call runs on the host call's goroutine):
+	// the first of an input request and the host's end starts it
+	// (goLate), or the call's result takes it back.
+	late  atomic.Pointer[func()]
+	ended atomic.Bool // close ran
 
 	mu      sync.Mutex
 	pending map[string]*ask // input request id → the server's request waiting for it
@@ -72,8 +79,8 @@ type bridge struct {
 	session  *mcp.ServerSession
 	roundCtx context.Context
 	level    mcp.LoggingLevel // the round's own level ("" when it has none)
-	idle     *time.Timer
-	inputs   uint64 // input request ids handed out
+	idle     *time.Timer      // made when first armed (armIdle)
+	inputs   uint64           // input request ids handed out
 	// rounds counts the input-required answers given; answered is the
 	// last round whose continuation was taken; digest is the round-1
 	// answer's (state.go).
@@ -125,26 +132,76 @@ var errBridgeClosed = errors.New("mcpkeep: the host's request that carried this 
 // open starts a bridge for a host call to tool (its public name) of
 // server, made by the host of session ss.
 func (bs *bridges) open(server, tool string, ss *mcp.ServerSession) *bridge {
+	b := bs.openFast(server, tool, ss)
+	bs.mu.Lock()
+	bs.listLocked(b)
+	bs.mu.Unlock()
+	return b
+}
+
+// openFast is open for the fast path's call (fast.go), whose first round
+// has no log level of its own (relay.go finds a round's bridges by their
+// server only for that): most bridges end with their first round, and
+// what only a second round needs (an id, the idle timer, the indexes) is
+// made when the first input request is (register), not per call
+// (docs/design.md §24, the hop).
+func (bs *bridges) openFast(server, tool string, ss *mcp.ServerSession) *bridge {
+	bs.mu.Lock()
+	bs.seq++
+	seq := bs.seq
+	bs.mu.Unlock()
+	ctx, cancel := context.WithCancel(cmp.Or(bs.base, context.Background()))
+	return &bridge{seq: seq, server: server, tool: tool, opener: ss, ctx: ctx, cancel: cancel,
+		asks: make(chan *ask, 8), done: make(chan outcome, 1), closed: make(chan struct{})}
+}
+
+// listLocked indexes b by its server; bs.mu is held.
+func (bs *bridges) listLocked(b *bridge) {
+	if bs.byServer == nil {
+		bs.byServer = map[string]map[*bridge]bool{}
+	}
+	if bs.byServer[b.server] == nil {
+		bs.byServer[b.server] = map[*bridge]bool{}
+	}
+	bs.byServer[b.server][b] = true
+}
+
+// register gives b its id and indexes it, once, before its first
+// requestState names it (unless it ended already).
+func (bs *bridges) register(b *bridge) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	if bs.byID == nil {
-		bs.byID, bs.byServer = map[string]*bridge{}, map[string]map[*bridge]bool{}
+	if b.id != "" || b.ended.Load() {
+		return
 	}
-	bs.seq++
-	ctx, cancel := context.WithCancel(cmp.Or(bs.base, context.Background()))
 	var id [16]byte
 	_, _ = rand.Read(id[:])
-	b := &bridge{id: hex.EncodeToString(id[:]), seq: bs.seq, server: server, tool: tool, opener: ss, ctx: ctx, cancel: cancel,
-		asks: make(chan *ask, 8), done: make(chan outcome, 1), closed: make(chan struct{}), pending: map[string]*ask{}}
-	// Armed only while the host owes answers (see round).
-	b.idle = time.AfterFunc(time.Hour, func() { bs.close(b) })
-	b.idle.Stop()
-	bs.byID[b.id] = b
-	if bs.byServer[server] == nil {
-		bs.byServer[server] = map[*bridge]bool{}
+	b.id = hex.EncodeToString(id[:])
+	if bs.byID == nil {
+		bs.byID = map[string]*bridge{}
 	}
-	bs.byServer[server][b] = true
-	return b
+	bs.byID[b.id] = b
+	bs.listLocked(b)
+}
+
+// armIdle (re)starts b's idle timer: the host owes answers within d.
+func (bs *bridges) armIdle(b *bridge, d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.idle == nil {
+		b.idle = time.AfterFunc(d, func() { bs.close(b) })
+		return
+	}
+	b.idle.Reset(d)
+}
+
+// stopIdle stops b's idle timer, if it has one.
+func (b *bridge) stopIdle() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.idle != nil {
+		b.idle.Stop()
+	}
 }
 
 // sealer is bs's stateSealer.
@@ -196,18 +253,19 @@ func (bs *bridges) resume(raw, tool string, ss *mcp.ServerSession) (*bridge, *js
 
 // close ends b: its server call is cancelled and its waiting requests fail.
 func (bs *bridges) close(b *bridge) {
-	bs.mu.Lock()
-	if _, ok := bs.byID[b.id]; !ok {
-		bs.mu.Unlock()
+	if !b.ended.CompareAndSwap(false, true) {
 		return
 	}
-	delete(bs.byID, b.id)
+	bs.mu.Lock()
+	if b.id != "" {
+		delete(bs.byID, b.id)
+	}
 	delete(bs.byServer[b.server], b)
 	if len(bs.byServer[b.server]) == 0 {
 		delete(bs.byServer, b.server)
 	}
 	bs.mu.Unlock()
-	b.idle.Stop()
+	b.stopIdle()
 	b.cancel()
 	close(b.closed)
 }
@@ -240,6 +298,7 @@ func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mc
 			return res, nil
 		}
 	}
+	b.goLate() // a round must be under way to take a
 	select {
 	case b.asks <- a:
 	case <-b.closed:
@@ -257,11 +316,19 @@ func (bs *bridges) ask(ctx context.Context, b *bridge, req mcp.InputRequest) (mc
 	}
 }
 
+// goLate starts the first round of a fast call, once, unless its result
+// took it back (fast.go).
+func (b *bridge) goLate() {
+	if f := b.late.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
 // round is one round of the host's call: it waits for the server's call
 // to finish (the final result) or for requests of the server's (an
 // input-required result), or for the host to cancel.
 func (bs *bridges) round(ctx context.Context, b *bridge) (outcome, bool) {
-	b.idle.Stop() // the host is here: it waits for us now, for as long as the call runs
+	b.stopIdle() // the host is here: it waits for us now, for as long as the call runs
 	select {
 	case <-b.closed:
 		// Closed under the host (not come back in time, Shutdown): its
@@ -275,7 +342,7 @@ func (bs *bridges) round(ctx context.Context, b *bridge) (outcome, bool) {
 		b.park(a, reqs)
 		bs.gatherInto(b, a, reqs)
 		within := bs.comeBackWithin(reqs)
-		b.idle.Reset(within)
+		bs.armIdle(b, within)
 		return outcome{res: &mcp.CallToolResult{InputRequests: reqs, RequestState: bs.state(b, reqs, within)}}, false
 	case <-ctx.Done():
 		bs.close(b)
@@ -332,6 +399,7 @@ func (bs *bridges) gatherInto(b *bridge, first *ask, reqs mcp.InputRequestMap) {
 // for within.
 func (bs *bridges) state(b *bridge, reqs mcp.InputRequestMap, within time.Duration) string {
 	sealer := bs.sealer()
+	bs.register(b)
 	b.mu.Lock()
 	b.rounds++
 	if b.rounds == 1 {
@@ -364,6 +432,9 @@ func (b *bridge) park(a *ask, reqs mcp.InputRequestMap) {
 	if a.round == nil {
 		b.inputs++
 		id := "input-" + strconv.FormatUint(b.inputs, 10)
+		if b.pending == nil {
+			b.pending = map[string]*ask{}
+		}
 		b.pending[id] = a
 		reqs[id] = a.req
 		return
@@ -377,6 +448,9 @@ func (b *bridge) park(a *ask, reqs mcp.InputRequestMap) {
 		}
 		b.expect[k] = true
 		reqs[k] = r
+	}
+	if b.pending == nil {
+		b.pending = map[string]*ask{}
 	}
 	b.pending[a.key] = a
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -82,8 +83,47 @@ func (t *fastTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	fc := &fastConn{Connection: c, s: t.s, calls: map[jsonrpc.ID]context.CancelFunc{},
 		metas: map[jsonrpc.ID]metaTriple{}, work: make(chan fastJob)}
 	fc.ctx, fc.cancel = context.WithCancel(t.s.ctx)
+	if d, ok := c.(transport.Diverter); ok {
+		d.Divert(fc.divert)
+	}
 	t.conn = fc
 	return fc, nil
+}
+
+// divert takes a call the fast path serves off the host's stream on the
+// goroutine that read it, which then relays it (transport.Diverter): no
+// hand-over to the SDK's reader and on to a worker before the call goes
+// out (docs/design.md §24). What it leaves reads on to Read as before.
+func (c *fastConn) divert(m jsonrpc.Message) func() {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" || !req.IsCall() {
+		return nil
+	}
+	j, ok := c.prepare(req)
+	if !ok {
+		return nil
+	}
+	// Counted as a worker is, for Serve to wait for; none once Serve
+	// ended the connection (stop).
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		c.end(j.fr)
+		return nil
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	return func() {
+		defer c.wg.Done()
+		c.call(j.ctx, j.fr)
+	}
+}
+
+// stop ends the fast calls; none is counted after it (divert).
+func (c *fastConn) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancel()
 }
 
 // maxMetas bounds the _meta fields kept for requests the SDK serves.
@@ -208,6 +248,12 @@ func (m *fastMeta) triple() (metaTriple, bool) {
 	return t, t.version != ""
 }
 
+// is reports whether m's protocol fields are t, byte for byte (without
+// making strings of them: this runs per call).
+func (m *fastMeta) is(t *metaTriple) bool {
+	return string(m.ProtocolVersion) == t.version && string(m.ClientInfo) == t.info && string(m.ClientCapabilities) == t.caps
+}
+
 // noteMeta keeps the _meta fields of a request the SDK serves.
 func (c *fastConn) noteMeta(req *jsonrpc.Request) {
 	if !bytes.Contains(req.Params, []byte(mcp.MetaKeyProtocolVersion)) {
@@ -266,52 +312,60 @@ type fastReq struct {
 
 // serve starts serving req on the fast path, or says it is the SDK's.
 func (c *fastConn) serve(req *jsonrpc.Request) bool {
+	j, ok := c.prepare(req)
+	if ok {
+		c.dispatch(j)
+	}
+	return ok
+}
+
+// prepare makes req a fast call, or says it is the SDK's.
+func (c *fastConn) prepare(req *jsonrpc.Request) (fastJob, bool) {
 	ss := c.session.Load()
 	if ss == nil || c.s.opts.TypedRelay {
-		return false
+		return fastJob{}, false
 	}
 	ip := ss.InitializeParams()
 	if ip == nil || c.s.getPool() == nil {
-		return false
+		return fastJob{}, false
 	}
 	var p fastParams
 	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields|segjson.DontCopyRawMessage); err != nil {
-		return false
+		return fastJob{}, false
 	}
 	meta, ok := parseMeta(p.Meta)
 	if !ok {
-		return false
+		return fastJob{}, false
 	}
 	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
 	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
 		fr.trace = &mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}
 	}
 	if fr.modern {
-		t, _ := meta.triple()
 		c.mu.Lock()
-		same := c.served != nil && t == *c.served
+		same := c.served != nil && meta.is(c.served)
 		c.mu.Unlock()
 		if !same || len(meta.LogLevel) > 0 {
-			return false
+			return fastJob{}, false
 		}
 	} else if len(meta.ProtocolVersion) > 0 {
-		return false
+		return fastJob{}, false
 	}
 	if raw := meta.ProgressToken; len(raw) > 0 {
 		var tok any
 		if err := json.Unmarshal(raw, &tok); err != nil {
-			return false
+			return fastJob{}, false
 		}
 		switch tok.(type) {
 		case string, float64:
 			fr.token = tok
 		default:
-			return false
+			return fastJob{}, false
 		}
 	}
 	server, ok := c.s.up.exposedBy(p.Name)
 	if !ok {
-		return false
+		return fastJob{}, false
 	}
 	fr.server = server
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -319,13 +373,12 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 	if _, dup := c.calls[req.ID]; dup {
 		c.mu.Unlock()
 		cancel()
-		return false
+		return fastJob{}, false
 	}
 	c.calls[req.ID] = cancel
 	c.mu.Unlock()
 	c.s.fast.served.Add(1)
-	c.dispatch(fastJob{ctx, fr})
-	return true
+	return fastJob{ctx, fr}, true
 }
 
 // modernVersion is the first protocol version of the stateless era.
@@ -391,60 +444,90 @@ func (c *fastConn) worker(j fastJob) {
 
 // call relays one host call and answers it.
 func (c *fastConn) call(ctx context.Context, fr fastReq) {
-	defer func() {
-		c.mu.Lock()
-		cancel := c.calls[fr.req.ID]
-		delete(c.calls, fr.req.ID)
-		c.mu.Unlock()
-		cancel()
-	}()
 	u := c.s.up
 	pool := u.pool()
 	relay := u.host.progressTo(ctx, fr.ss, fr.token)
 	ctx, endTrace := c.s.traceFast(ctx, fr.public, fr.ss, fr.trace) // docs/design.md §27
-	if !fr.modern {
-		// Counted in flight for Shutdown; ctx already ends with the
-		// proxy's (the connection's is derived from it), so no context
-		// of track's is needed.
-		c.s.calls.add(1)
-		defer c.s.calls.add(-1)
-		cctx := withCarrier(ctx, via{session: fr.ss})
-		var opts *mcpkeep.CallOptions
-		if relay != nil {
-			opts = &mcpkeep.CallOptions{Progress: relay}
-		}
-		start := time.Now()
-		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
-		u.observe(fr.server, "tools/call", start, err)
-		u.host.flush(cctx, fr.ss)
-		endTrace(raw, err)
-		c.answer(fr, outcome{raw: raw, err: err})
+	if fr.modern {
+		c.callModern(ctx, fr, relay, endTrace)
 		return
 	}
+	defer c.end(fr)
+	// Counted in flight for Shutdown; ctx already ends with the
+	// proxy's (the connection's is derived from it), so no context
+	// of track's is needed.
+	c.s.calls.add(1)
+	defer c.s.calls.add(-1)
+	cctx := withCarrier(ctx, via{session: fr.ss})
+	var opts *mcpkeep.CallOptions
+	if relay != nil {
+		opts = &mcpkeep.CallOptions{Progress: relay}
+	}
+	start := time.Now()
+	raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
+	u.observe(fr.server, "tools/call", start, err)
+	u.host.flush(cctx, fr.ss)
+	endTrace(raw, err)
+	c.answer(fr, outcome{raw: raw, err: err})
+}
+
+// end forgets a fast call that was answered (or handed back).
+func (c *fastConn) end(fr fastReq) {
+	c.mu.Lock()
+	cancel := c.calls[fr.req.ID]
+	delete(c.calls, fr.req.ID)
+	c.mu.Unlock()
+	cancel()
+}
+
+// callModern relays a 2026-07-28 host's call. Its server call runs on
+// the bridge's context (it may outlive the host's first round: an input
+// request), but on this goroutine: most calls end with their result, and
+// a goroutine of its own per call, and the hand-over of its result, were
+// a third of the hop (docs/design.md §24). Only when the server asks the
+// host for input, or the host cancels, does the first round go its way
+// (bridges.round) on a goroutine of its own: the bridge's late hook.
+func (c *fastConn) callModern(ctx context.Context, fr fastReq, relay func(*mcp.ProgressNotificationParams), endTrace func(json.RawMessage, error)) {
+	u := c.s.up
 	bs := &u.host.bridges
-	b := bs.open(fr.server, fr.public, fr.ss)
+	b := bs.openFast(fr.server, fr.public, fr.ss)
 	b.setRound(ctx, fr.ss, relay, "")
 	opts := &mcpkeep.CallOptions{}
 	if relay != nil {
 		opts.Progress = b.relay
 	}
+	finish := func(out outcome, final bool) {
+		u.host.flush(ctx, fr.ss)
+		endTrace(out.raw, out.err)
+		if !final {
+			c.handOff(fr, out)
+			return
+		}
+		c.answer(fr, out)
+	}
+	late := func() {
+		go func() {
+			defer c.end(fr)
+			finish(bs.round(ctx, b))
+		}()
+	}
+	b.late.Store(&late)
+	stop := context.AfterFunc(ctx, b.goLate)                           // the host cancelled, or went
 	cctx := withCarrier(mcpkeep.TraceFrom(b.ctx, ctx), via{bridge: b}) // b.ctx ends with the proxy's
 	c.s.calls.add(1)
-	go func() {
-		defer c.s.calls.add(-1)
-		start := time.Now()
-		raw, err := pool.CallRaw(cctx, fr.public, fr.args, opts)
-		u.observe(fr.server, "tools/call", start, err)
-		b.done <- outcome{raw: raw, err: err}
-	}()
-	out, final := bs.round(ctx, b)
-	u.host.flush(ctx, fr.ss)
-	endTrace(out.raw, out.err)
-	if !final {
-		c.handOff(fr, out)
+	start := time.Now()
+	raw, err := u.pool().CallRaw(cctx, fr.public, fr.args, opts)
+	u.observe(fr.server, "tools/call", start, err)
+	c.s.calls.add(-1)
+	out := outcome{raw: raw, err: err}
+	if b.late.Swap(nil) == nil {
+		b.done <- out // the round went its way: a round takes it
 		return
 	}
-	c.answer(fr, out)
+	stop()
+	bs.close(b)
+	defer c.end(fr)
+	finish(out, true)
 }
 
 // answer writes the host's answer: the server's result or JSON-RPC error

@@ -136,10 +136,11 @@ var typedContent = map[string]bool{"link": true, "embedded": true}
 // the host hears too; the plain calls never go through the SDK's server.
 func TestFastPathMatchesTypedPath(t *testing.T) {
 	tools := append(slices.Clone(fixture.ContentToolNames), "sample", "steps")
-	for _, era := range []string{legacyVersion, "2026-07-28"} {
+	for _, era := range []string{legacyVersion, "2026-07-28", "2026-07-28 stdio"} {
 		t.Run(era, func(t *testing.T) {
+			era, stdio := strings.CutSuffix(era, " stdio") // a stdio host's reader diverts its calls (fast.go)
 			fast, typed := fastRig(t, Options{}), fastRig(t, Options{TypedRelay: true})
-			fast.downstream, typed.downstream = era, era
+			fast.downstream, typed.downstream, fast.stdio = era, era, stdio
 			fh, th := newFastHost(fast, era), newFastHost(typed, era)
 			fast.waitApplied()
 			typed.waitApplied()

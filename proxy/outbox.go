@@ -131,6 +131,20 @@ func (o *outbox) advance(seq uint64) {
 	}
 }
 
+// owes reports whether ss has messages queued that were not sent yet
+// (flush would wait for them).
+func (os *outboxes) owes(ss *mcp.ServerSession) bool {
+	os.mu.Lock()
+	o := os.byHost[ss]
+	os.mu.Unlock()
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.done < o.pushed
+}
+
 // flush waits until what was queued for ss before it has been sent (or
 // dropped), or ctx ends: a request's result must not overtake its own
 // progress. What is queued after it (another server's flood) is not

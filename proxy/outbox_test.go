@@ -78,3 +78,21 @@ func TestOutboxFlushIgnoresAFloodAfterIt(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushWithNothingQueuedCostsNothing: a result whose session has
+// nothing queued goes out without a timer or a context of its own: every
+// relayed call flushes (docs/design.md §24, the hop).
+func TestFlushWithNothingQueuedCostsNothing(t *testing.T) {
+	var h hostLink
+	ss := new(mcp.ServerSession) // a key only: nothing is sent to it
+	h.outboxes.push(ss, true, func(context.Context) {})
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	h.flush(ctx, ss) // the queued message is sent
+	call, stop := context.WithCancel(context.Background())
+	defer stop()
+	if n := testing.AllocsPerRun(100, func() { h.flush(call, ss) }); n != 0 {
+		t.Errorf("flush with nothing queued: %.0f allocations, want 0", n)
+	}
+	h.outboxes.close(ctx)
+}

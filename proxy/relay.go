@@ -106,8 +106,8 @@ const flushBound = time.Second
 // flush lets what the host's session has queued (its request's progress
 // and log messages) go out before the request's result.
 func (h *hostLink) flush(ctx context.Context, ss *mcp.ServerSession) {
-	if ss == nil {
-		return
+	if ss == nil || !h.outboxes.owes(ss) {
+		return // nothing to wait for: no timer (a context and its timer per relayed call, on the hop)
 	}
 	ctx, cancel := context.WithTimeout(ctx, flushBound)
 	defer cancel()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,6 +34,9 @@ type rig struct {
 	// downstream pins the servers' protocol version, as the proxy does
 	// with real transports (downstreamVersion); "" lets them negotiate.
 	downstream string
+	// stdio makes host connect over pipes, served by transport.HostStdio
+	// as a stdio host is (its reader diverts fast calls: fast.go).
+	stdio bool
 }
 
 // pinned is a Memory whose sessions ask for one protocol version.
@@ -104,7 +108,12 @@ func mustConfig(t *testing.T, v map[string]any) *config.Config {
 // shape: one Serve per host).
 func (r *rig) host(era string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	r.t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
+	var st, ct mcp.Transport = mcp.NewInMemoryTransports()
+	if r.stdio {
+		hr, cw := io.Pipe() // host → proxy
+		cr, hw := io.Pipe() // proxy → host
+		st, ct = &transport.HostStdio{Reader: hr, Writer: hw}, &mcp.IOTransport{Reader: cr, Writer: cw}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- r.srv.Serve(ctx, st) }()

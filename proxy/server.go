@@ -153,7 +153,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 		err = ctx.Err()
 	case err = <-ended:
 	}
-	fc.cancel()
+	fc.stop()
 	fc.wg.Wait() // the fast calls end with the connection
 	return err
 }

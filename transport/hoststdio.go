@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,13 +44,28 @@ func (t *HostStdio) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = mcp.DefaultMaxLineLength
 	}
-	c := &hostConn{r: t.Reader, w: t.Writer, incoming: make(chan rawOrErr), closed: make(chan struct{})}
-	go c.readLoop(limit)
+	c := &hostConn{r: t.Reader, w: t.Writer, incoming: make(chan rawOrErr), closed: make(chan struct{}),
+		baton: make(chan *frameReader), readEnd: make(chan struct{})}
+	lim := &frameLimit{r: c.r, limit: limit}
+	go c.readLoop(&frameReader{lim: lim, dec: json.NewDecoder(lim)})
 	return c, nil
+}
+
+// A Diverter is a connection whose reader can give a message to a taker
+// instead of the SDK's reader (docs/design.md §24: the proxy's fast path
+// relays a host's call from the goroutine that read it, with no hand-over
+// between goroutines before the call goes out).
+type Diverter interface {
+	// Divert sets take, which the reader calls with each message it reads
+	// on its own (not one of a batch), in order. When take returns a run,
+	// the message is the taker's: the SDK never reads it, another
+	// goroutine reads on, and run runs on the reader's goroutine.
+	Divert(take func(jsonrpc.Message) (run func()))
 }
 
 type rawOrErr struct {
 	raw json.RawMessage
+	msg jsonrpc.Message // raw decoded, when the reader decoded it already
 	err error
 }
 
@@ -57,6 +74,12 @@ type hostConn struct {
 	w        io.WriteCloser
 	incoming chan rawOrErr
 	closed   chan struct{}
+
+	// take is Divert's; baton hands the reading to a goroutine waiting
+	// for it; readEnd is closed when the reading ended.
+	take    atomic.Pointer[func(jsonrpc.Message) func()]
+	baton   chan *frameReader
+	readEnd chan struct{}
 
 	queue []jsonrpc.Message // the rest of a batch (the SDK's reader only)
 
@@ -70,6 +93,9 @@ type hostConn struct {
 	closeErr  error
 }
 
+// Divert implements Diverter.
+func (c *hostConn) Divert(take func(jsonrpc.Message) func()) { c.take.Store(&take) }
+
 // hostBatch is an incoming batch's calls waiting for their answers.
 type hostBatch struct {
 	unresolved map[jsonrpc.ID]int
@@ -82,34 +108,100 @@ var errTrailing = errors.New("invalid trailing data at the end of stream")
 // errFrame is the SDK's error for a frame over the bound.
 var errFrame = errors.New("inbound JSON-RPC frame exceeded the configured maximum line length")
 
-// readLoop reads frames as the SDK's ioConn does: JSON values, each
-// followed by nothing but a line end, each within the bound.
-func (c *hostConn) readLoop(limit int) {
-	lim := &frameLimit{r: c.r, limit: limit}
-	dec := json.NewDecoder(lim)
+// frameReader is the reading of the host's stream: whichever goroutine
+// holds it reads.
+type frameReader struct {
+	lim *frameLimit
+	dec *json.Decoder
+}
+
+// next reads a frame as the SDK's ioConn does: a JSON value followed by
+// nothing but a line end, within the bound.
+func (f *frameReader) next() (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := f.dec.Decode(&raw)
+	if err == nil {
+		var tr [1]byte
+		if n, rerr := f.dec.Buffered().Read(tr[:]); n > 0 {
+			if tr[0] != '\n' && tr[0] != '\r' {
+				err = errTrailing
+			}
+		} else if rerr != nil && rerr != io.EOF {
+			err = rerr
+		}
+	}
+	f.lim.count = 0
+	return raw, err
+}
+
+// standbyIdle is how long a reader that ran a diverted message waits to
+// read again before it ends.
+const standbyIdle = 5 * time.Second
+
+// readLoop reads frames and hands them to the SDK's reader, or to the
+// taker (Divert): then it passes the reading on and runs the taker's run,
+// and waits to read again.
+func (c *hostConn) readLoop(f *frameReader) {
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == nil {
-			var tr [1]byte
-			if n, rerr := dec.Buffered().Read(tr[:]); n > 0 {
-				if tr[0] != '\n' && tr[0] != '\r' {
-					err = errTrailing
+		raw, err := f.next()
+		var msg jsonrpc.Message
+		if take := c.take.Load(); take != nil && err == nil && !isBatch(raw) {
+			if m, derr := DecodeEnvelope(raw); derr == nil {
+				if run := (*take)(m); run != nil {
+					select {
+					case c.baton <- f:
+					default:
+						go c.readLoop(f)
+					}
+					run()
+					if f = c.standby(&idle); f == nil {
+						return
+					}
+					continue
 				}
-			} else if rerr != nil && rerr != io.EOF {
-				err = rerr
+				msg = m
 			}
 		}
 		select {
-		case c.incoming <- rawOrErr{raw, err}:
+		case c.incoming <- rawOrErr{raw, msg, err}:
 		case <-c.closed:
 			return
 		}
 		if err != nil {
+			close(c.readEnd)
 			return
 		}
-		lim.count = 0
 	}
+}
+
+// standby waits for the reading (nil: the connection ended, or nothing
+// came for standbyIdle). idle is the goroutine's timer, made once.
+func (c *hostConn) standby(idle **time.Timer) *frameReader {
+	if *idle == nil {
+		*idle = time.NewTimer(standbyIdle)
+	} else {
+		(*idle).Reset(standbyIdle)
+	}
+	select {
+	case f := <-c.baton:
+		return f
+	case <-c.readEnd:
+	case <-c.closed:
+	case <-(*idle).C:
+	}
+	return nil
+}
+
+// isBatch reports whether a frame is a JSON array.
+func isBatch(raw []byte) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '['
 }
 
 // frameLimit bounds the bytes read for one frame.
@@ -144,21 +236,26 @@ func (c *hostConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	var raw json.RawMessage
+	var in rawOrErr
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case in := <-c.incoming:
+	case in = <-c.incoming:
 		if in.err != nil {
 			return nil, in.err
 		}
-		raw = in.raw
 	case <-c.closed:
 		return nil, io.EOF
 	}
-	msgs, batch, err := decodeFrame(raw)
-	if err != nil {
-		return nil, err
+	var msgs []jsonrpc.Message
+	var batch bool
+	if in.msg != nil {
+		msgs = []jsonrpc.Message{in.msg}
+	} else {
+		var err error
+		if msgs, batch, err = decodeFrame(in.raw); err != nil {
+			return nil, err
+		}
 	}
 	c.mu.Lock()
 	version := c.version

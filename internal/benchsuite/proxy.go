@@ -448,11 +448,12 @@ type hopResult struct {
 	legacyProtocol string // ... by the hosts that pinned legacyProtocol
 	calls          [2]durations
 	legacyCalls    [2]durations
-	legacyProxy    perCall // in the proxy, per relayed call of a legacy host
-	measured       int     // calls of the per-process figures
-	proxy          perCall // in the proxy, per relayed call
-	directServer   perCall // in the fixture, called directly
-	proxiedServer  perCall // in the fixture, behind the proxy
+	bareCalls      [2]durations // direct, and through the bare relay (bare.go)
+	legacyProxy    perCall      // in the proxy, per relayed call of a legacy host
+	measured       int          // calls of the per-process figures
+	proxy          perCall      // in the proxy, per relayed call
+	directServer   perCall      // in the fixture, called directly
+	proxiedServer  perCall      // in the fixture, behind the proxy
 	build          time.Duration
 	profile        []profileShare // the proxy's CPU profile under load, summed up
 	profileSecs    int
@@ -514,6 +515,9 @@ func runProxyHop(ctx context.Context, cfg Config, b *proxyBuild, relay bool) (*h
 	}
 	if res.legacyCalls, err = interleave(legacy, max(cfg.ProxyCalls/2, 1), 100, timed); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", legacyProtocol, err)
+	}
+	if res.bareCalls, err = bareHop(ctx, cfg, direct, timed); err != nil {
+		return nil, nil, fmt.Errorf("bare relay: %w", err)
 	}
 	cfg.progress("  proxy hop: %d + %d echo calls (%s), %d + %d (%s)", len(res.calls[0]), len(res.calls[1]), res.protocol,
 		len(res.legacyCalls[0]), len(res.legacyCalls[1]), res.legacyProtocol)
@@ -617,11 +621,14 @@ type profileShare struct {
 // profileCosts are the costs the proxy's profile is summed up by: the
 // function whose cumulative share stands for each.
 var profileCosts = []struct{ what, fn string }{
+	{"reading the host's stream (HostStdio: the SDK's framing, json.Decoder)", "github.com/mcpkeep/mcpkeep/transport.(*frameReader).next"},
+	{"taking the call off it (fastConn.divert: the checks, the params)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).divert"},
+	{"handing the host's stream on to a standby reader (a wake-up)", "runtime.selectnbsend"},
 	{"the fast path's call (proxy.fastConn.call: the relay, the answer)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).call"},
-	{"Supervisor.CallRaw (the raw request and its answer; on 2026-07-28 on a goroutine of its own)", "github.com/mcpkeep/mcpkeep.(*Supervisor).CallRaw"},
-	{"reading the host's stream (HostStdio: json.Decoder framing, the SDK's)", "github.com/mcpkeep/mcpkeep/transport.(*hostConn).readLoop"},
-	{"reading the server's stream (Lines)", "github.com/mcpkeep/mcpkeep/transport.(*lineConn).Read"},
-	{"envelope decoding (DecodeEnvelope)", "github.com/mcpkeep/mcpkeep/transport.DecodeEnvelope"},
+	{"of which the relay to the server (Supervisor.CallRaw: the request's write, the wait)", "github.com/mcpkeep/mcpkeep.(*Supervisor).CallRaw"},
+	{"of which the answer's check and write to the host (fastConn.answer)", "github.com/mcpkeep/mcpkeep/proxy.(*fastConn).answer"},
+	{"reading the server's stream (Lines; RawConn picks the answer out)", "github.com/mcpkeep/mcpkeep/transport.(*lineConn).Read"},
+	{"envelope decoding (DecodeEnvelope, both streams)", "github.com/mcpkeep/mcpkeep/transport.DecodeEnvelope"},
 	{"the SDK's server (requests the fast path left to it)", "github.com/modelcontextprotocol/go-sdk/mcp.(*ServerSession).handle"},
 	{"go-sdk internal/json.Unmarshal (a fresh 32 KiB decoder each)", "github.com/modelcontextprotocol/go-sdk/internal/json.Unmarshal"},
 	{"contexts (context.(*cancelCtx).propagateCancel)", "context.(*cancelCtx).propagateCancel"},

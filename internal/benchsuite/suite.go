@@ -32,6 +32,9 @@ type Config struct {
 	// ProxyCalls echo calls per path in section 7; RelayCalls calls per
 	// path of each relay in section 8.
 	ProxyCalls, RelayCalls int
+	// StatelessHosts call at once through the stateless front (section
+	// 7); 0 is 100.
+	StatelessHosts int
 	// StartupServers is the proxy's fleet in section 9, StartupRuns the
 	// number of its cold starts (each beside a direct one).
 	StartupServers, StartupRuns int
@@ -148,6 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		ic  *idleCallResult
 		ss  *sessionsResult
 		sh  *sharingResult
+		sl  *statelessResult
 		br  *binaryResult
 		err error
 	)
@@ -215,6 +219,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if sh, err = runSharing(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("sharing: %w", err)
 			}
+			cfg.progress("section 7: the 2026-07-28 stateless front over HTTP, one host and %d at once", cfg.statelessHosts())
+			if sl, err = runStateless(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("stateless front: %w", err)
+			}
 		}
 		if cfg.wants("startup") {
 			cfg.progress("section 9: startup of %d servers", cfg.StartupServers)
@@ -264,6 +272,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if sh != nil {
 			sharingRows(rep, sh)
 		}
+	}
+	if sl != nil {
+		statelessRows(rep, sl)
 	}
 	if rr != nil {
 		relayRows(rep, rr, cfg)

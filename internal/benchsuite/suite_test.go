@@ -198,6 +198,16 @@ func TestSmokeProxy(t *testing.T) {
 	if len(hr.calls[0]) != 20 || len(hr.calls[1]) != 20 || hr.proxy.allocs <= 0 || hr.directServer.allocs <= 0 {
 		t.Errorf("hop: %d + %d calls, %.1f allocations per relayed call, %.1f in the fixture", len(hr.calls[0]), len(hr.calls[1]), hr.proxy.allocs, hr.directServer.allocs)
 	}
+	if len(hr.bareCalls[0]) != 10 || len(hr.bareCalls[1]) != 10 {
+		t.Errorf("bare relay: %d + %d calls", len(hr.bareCalls[0]), len(hr.bareCalls[1]))
+	}
+	sl, err := runStateless(ctx, Config{ProxyCalls: 20, StatelessHosts: 3}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sl.calls[0]) != 10 || len(sl.calls[1]) != 10 || sl.front.allocs <= 0 || sl.manyCalls[0] != 3*statelessCallsEach*2 || sl.manyCalls[1] != sl.manyCalls[0] {
+		t.Errorf("stateless front: %d + %d calls, %.1f allocations per request, %v calls at once", len(sl.calls[0]), len(sl.calls[1]), sl.front.allocs, sl.manyCalls)
+	}
 	if len(rr.protos) != 2 || rr.sampleAnswered[0] != 10 || rr.sampleAnswered[1] != 10 {
 		t.Errorf("relay: protocols %v, sampling answered %v", rr.protos, rr.sampleAnswered)
 	}

@@ -40,6 +40,7 @@ func main() {
 		cfg.MemCycles, cfg.ProcCycles, cfg.Supervisors = 500, 20, 100
 		cfg.Rounds, cfg.BenchTime = 1, 100*time.Millisecond
 		cfg.ProxyCalls, cfg.RelayCalls, cfg.StartupServers, cfg.StartupRuns = 200, 30, 10, 1
+		cfg.StatelessHosts = 10
 	}
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")

@@ -1,0 +1,86 @@
+package benchsuite
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// The floor of a hop (section 7): a process that only copies bytes
+// between the host and the fixture, as fast as Go's io.Copy does it, with
+// no JSON-RPC at all. What it adds to a call is what any relay process
+// pays on this machine (two more pipe crossings, the wake-ups of a third
+// process), before it does any work: the part of the proxy's hop no code
+// of mcpkeep's can remove.
+
+// envBareRelay makes the suite's binary the bare relay (bareRelayCmd).
+const envBareRelay = "MCPKEEP_BENCH_BARE_RELAY"
+
+func init() {
+	if os.Getenv(envBareRelay) == "" {
+		return
+	}
+	os.Exit(bareRelay())
+}
+
+// bareRelay runs this binary again without envBareRelay (so as the
+// fixture its environment asks for) and copies stdin to the child's
+// stdin and the child's stdout to stdout until the child exits.
+func bareRelay() int {
+	os.Unsetenv(envBareRelay)
+	exe, err := os.Executable()
+	if err != nil {
+		return 1
+	}
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 1
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		return 1
+	}
+	go func() {
+		_, _ = io.Copy(in, os.Stdin)
+		in.Close() // the host hung up: so does the fixture's stdin
+	}()
+	_, _ = io.Copy(os.Stdout, out)
+	if err := cmd.Wait(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// bareRelayCmd runs the fixture behind the bare relay, with env added.
+func bareRelayCmd(env ...string) *exec.Cmd {
+	cmd := fixtureCmd(env...)
+	cmd.Env = append(cmd.Env, envBareRelay+"=1")
+	return cmd
+}
+
+// bareHop times echo calls on direct beside the same calls through the
+// bare relay (a host session of its own), interleaved as the proxy's are.
+func bareHop(ctx context.Context, cfg Config, direct *path, timed func(*path, int) (time.Duration, error)) ([2]durations, error) {
+	cctx, cancel := within(ctx)
+	defer cancel()
+	h, err := connectHost(cctx, bareRelayCmd(), "")
+	if err != nil {
+		return [2]durations{}, err
+	}
+	bare := &path{name: "bare relay", h: h}
+	defer h.close()
+	for range 50 {
+		if _, err := bare.call(ctx, "echo", echoCall); err != nil {
+			return [2]durations{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	return interleave([2]*path{direct, bare}, max(cfg.ProxyCalls/2, 1), 100, timed)
+}
