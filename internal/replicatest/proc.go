@@ -1,0 +1,104 @@
+package replicatest
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FreePort returns a loopback port nobody listened on a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Proc is a started helper process.
+type Proc struct {
+	Cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Kill SIGKILLs the process and waits for it.
+func (p *Proc) Kill() {
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// startUntil starts cmd and waits (at most within) for a line of its
+// output containing ready; its output after that is discarded. The
+// process is killed when t ends.
+func startUntil(t testing.TB, cmd *exec.Cmd, ready string, within time.Duration) *Proc {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	p := &Proc{Cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = pw.Close()
+		close(p.done)
+	}()
+	t.Cleanup(p.Kill)
+	found := make(chan string, 1)
+	go func() {
+		var seen strings.Builder
+		sc := bufio.NewScanner(pr)
+		sent := false
+		for sc.Scan() {
+			if !sent && seen.Len() < 8192 {
+				seen.WriteString(sc.Text() + "\n")
+			}
+			if !sent && strings.Contains(sc.Text(), ready) {
+				found <- ""
+				sent = true
+			}
+		}
+		if !sent {
+			found <- seen.String()
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case out := <-found:
+		if out != "" {
+			t.Fatalf("%s exited before %q:\n%s", cmd.Path, ready, out)
+		}
+	case <-time.After(within):
+		t.Fatalf("%s: no %q within %v", cmd.Path, ready, within)
+	}
+	return p
+}
+
+// Redis is a started redis-server.
+type Redis struct {
+	*Proc
+	Addr string // 127.0.0.1:port
+}
+
+// URL is the store URL of r (database 0).
+func (r *Redis) URL() string { return "redis://" + r.Addr + "/0" }
+
+// StartRedis starts Debian's redis-server on a free loopback port, with
+// no persistence, stopped when t ends.
+func StartRedis(t testing.TB, extra ...string) *Redis {
+	t.Helper()
+	bin := Need(t, "redis-server", "redis-server")
+	port := FreePort(t)
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir()}, extra...)
+	p := startUntil(t, exec.Command(bin, args...), "Ready to accept connections", 20*time.Second)
+	return &Redis{Proc: p, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+}
