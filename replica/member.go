@@ -39,7 +39,20 @@ type Member struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+
+	// miss is the lookup of an id the snapshot lacks (a replica that
+	// joined after the last refresh): one at a time, at most one per
+	// missInterval, the others waiting for it.
+	miss struct {
+		sync.Mutex
+		last     time.Time
+		inflight chan struct{}
+	}
 }
+
+// missInterval bounds how often a miss reads the store: a host that
+// sends the handles of a gone replica costs one read per interval.
+const missInterval = 250 * time.Millisecond
 
 // MemberOptions configure Join.
 type MemberOptions struct {
@@ -118,14 +131,48 @@ func (m *Member) refresh(ctx context.Context) {
 
 // Addr is the forwarding address of replica id, when it is a live
 // member (ok false: gone, or unknown while the store is lost). It is
-// the only source of a forwarding address: never the request.
+// the only source of a forwarding address: never the request. An id
+// the last snapshot lacks is looked up in the store once more (bounded:
+// see missInterval), so a replica that joined since is found.
 func (m *Member) Addr(id string) (string, bool) {
+	if a, ok := m.lookup(id); ok || m.degraded.Load() {
+		return a, ok
+	}
+	m.refreshOnMiss()
+	return m.lookup(id)
+}
+
+func (m *Member) lookup(id string) (string, bool) {
 	p := m.peers.Load()
 	if p == nil {
 		return "", false
 	}
 	a, ok := (*p)[id]
 	return a, ok
+}
+
+// refreshOnMiss refreshes the snapshot, or waits for the refresh in
+// flight, unless one finished less than missInterval ago. No lock is
+// held across the store's round trip.
+func (m *Member) refreshOnMiss() {
+	m.miss.Lock()
+	if ch := m.miss.inflight; ch != nil {
+		m.miss.Unlock()
+		<-ch
+		return
+	}
+	if !m.miss.last.IsZero() && m.clk.Since(m.miss.last) < missInterval {
+		m.miss.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	m.miss.inflight = ch
+	m.miss.Unlock()
+	m.refresh(context.Background())
+	m.miss.Lock()
+	m.miss.inflight, m.miss.last = nil, m.clk.Now()
+	m.miss.Unlock()
+	close(ch)
 }
 
 // Count is how many members the last refresh saw (this one included).

@@ -112,3 +112,38 @@ func TestJoinUnreachable(t *testing.T) {
 		t.Fatalf("Join: %v", err)
 	}
 }
+
+// A replica that joined after the last refresh is found at once: the
+// miss reads the store (bounded: one read per missInterval).
+func TestMemberFindsNewcomerOnMiss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := &counting{Membership: store.NewMemory(nil, 0)}
+		a, err := Join(ctx, st, "ra", "127.0.0.1:1001", MemberOptions{TTL: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close(ctx)
+		_ = st.Register(ctx, "rb", "127.0.0.1:1002", time.Minute)
+		if addr, ok := a.Addr("rb"); !ok || addr != "127.0.0.1:1002" {
+			t.Fatalf("newcomer rb: %q %v", addr, ok)
+		}
+		before := st.lists.Load()
+		for range 100 {
+			a.Addr("gone")
+		}
+		if n := st.lists.Load() - before; n > 1 {
+			t.Fatalf("100 misses within %v read the store %d times", missInterval, n)
+		}
+	})
+}
+
+type counting struct {
+	store.Membership
+	lists atomic.Int64
+}
+
+func (c *counting) Members(ctx context.Context) (map[string]string, error) {
+	c.lists.Add(1)
+	return c.Membership.Members(ctx)
+}

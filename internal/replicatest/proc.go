@@ -29,17 +29,23 @@ type Proc struct {
 	done chan struct{}
 }
 
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
 // Kill SIGKILLs the process and waits for it.
 func (p *Proc) Kill() {
 	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 }
 
-// startUntil starts cmd and waits (at most within) for a line of its
-// output containing ready; its output after that is discarded. The
+// Start starts cmd and waits (at most within) for a line of its output
+// containing ready; its output is copied to log (nil: discarded). The
 // process is killed when t ends.
-func startUntil(t testing.TB, cmd *exec.Cmd, ready string, within time.Duration) *Proc {
+func Start(t testing.TB, cmd *exec.Cmd, ready string, within time.Duration, log io.Writer) *Proc {
 	t.Helper()
+	if log == nil {
+		log = io.Discard
+	}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -56,8 +62,10 @@ func startUntil(t testing.TB, cmd *exec.Cmd, ready string, within time.Duration)
 	go func() {
 		var seen strings.Builder
 		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		sent := false
 		for sc.Scan() {
+			_, _ = log.Write(append(sc.Bytes(), '\n'))
 			if !sent && seen.Len() < 8192 {
 				seen.WriteString(sc.Text() + "\n")
 			}
@@ -99,6 +107,6 @@ func StartRedis(t testing.TB, extra ...string) *Redis {
 	port := FreePort(t)
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir()}, extra...)
-	p := startUntil(t, exec.Command(bin, args...), "Ready to accept connections", 20*time.Second)
+	p := Start(t, exec.Command(bin, args...), "Ready to accept connections", 20*time.Second, nil)
 	return &Redis{Proc: p, Addr: "127.0.0.1:" + strconv.Itoa(port)}
 }
