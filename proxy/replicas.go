@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -75,6 +76,9 @@ func (rp *Replicas) Counts() *ReplicaCounts {
 	return &rp.counts
 }
 
+// forwardDialTimeout bounds the connection to an owner.
+const forwardDialTimeout = 3 * time.Second
+
 // forwardedHeader marks a forwarded request (the loop guard) and names
 // the replica that forwarded it.
 const forwardedHeader = "Mcpkeep-Forwarded-By"
@@ -104,7 +108,9 @@ func (s *Server) route(next http.Handler) http.Handler {
 	tr := rp.Transport
 	if tr == nil {
 		tr = &http.Transport{
-			Proxy:               nil, // the owner is a peer: never through an HTTP proxy
+			Proxy: nil, // the owner is a peer: never through an HTTP proxy
+			// A black-holed owner is gone after this, not a hang.
+			DialContext:         (&net.Dialer{Timeout: forwardDialTimeout}).DialContext,
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     90 * time.Second,
 			ForceAttemptHTTP2:   false,

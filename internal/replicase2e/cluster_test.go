@@ -74,6 +74,7 @@ type replicaProc struct {
 // cluster is redis, N replicas and haproxy in front of them.
 type cluster struct {
 	t      *testing.T
+	redis  *replicatest.Redis
 	ledger string
 	reps   []*replicaProc
 	front  string // http://haproxy/mcp
@@ -86,7 +87,7 @@ func startCluster(t *testing.T, n int, extra ...string) *cluster {
 	bin := mcpkeepBinary(t)
 	rs := replicatest.StartRedis(t)
 	dir := t.TempDir()
-	c := &cluster{t: t, ledger: filepath.Join(dir, "ledger")}
+	c := &cluster{t: t, redis: rs, ledger: filepath.Join(dir, "ledger")}
 	if err := os.Mkdir(c.ledger, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,11 @@ func startCluster(t *testing.T, n int, extra ...string) *cluster {
 // stopReplica SIGTERMs r (it leaves the set, disposes its servers and
 // exits), SIGKILLing its process group after 15 s.
 func stopReplica(t *testing.T, r *replicaProc) {
+	select {
+	case <-r.proc.Done():
+		return // stopped by the test
+	default:
+	}
 	p := r.proc.Cmd.Process
 	_ = p.Signal(syscall.SIGTERM)
 	select {

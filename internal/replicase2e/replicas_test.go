@@ -3,10 +3,12 @@ package replicase2e
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestReplicasBehindHAProxy (docs/design.md §26): three replicas behind
@@ -96,5 +98,43 @@ func TestReplicasControlNoForwarding(t *testing.T) {
 	}
 	if w := r.c[legacyEra][0].wrong.Load() + r.c[modernEra][0].wrong.Load(); w != 0 {
 		t.Errorf("%d calls answered wrongly", w)
+	}
+}
+
+// SIGTERM: a replica leaves the membership set at once (the others stop
+// forwarding to it), disposes its servers and exits 0.
+func TestReplicasSIGTERMLeaves(t *testing.T) {
+	c := startCluster(t, 2)
+	members := func() map[string]string {
+		rc := redis.NewClient(&redis.Options{Addr: c.redis.Addr, DisableIdentity: true})
+		defer rc.Close()
+		out := map[string]string{}
+		keys, err := rc.Keys(context.Background(), "mcpkeep:member:*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			out[strings.TrimPrefix(k, "mcpkeep:member:")] = ""
+		}
+		return out
+	}
+	if m := members(); len(m) != 2 {
+		t.Fatalf("members before: %v", m)
+	}
+	r := c.reps[1]
+	_ = r.proc.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.proc.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit within 20 s of SIGTERM")
+	}
+	if code := r.proc.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM; log:\n%s", code, tail(r.log.String(), 2000))
+	}
+	if m := members(); len(m) != 1 {
+		t.Fatalf("members after r1's SIGTERM: %v (its registration would only expire with its TTL)", m)
+	}
+	if !strings.Contains(r.log.String(), `"msg":"stopped"`) {
+		t.Errorf("no orderly stop in the log:\n%s", tail(r.log.String(), 2000))
 	}
 }
