@@ -149,6 +149,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		ss  *sessionsResult
 		sh  *sharingResult
 		br  *binaryResult
+		rp  *replicasResult // replicas.go
 		err error
 	)
 	if cfg.wants("fsm") {
@@ -215,6 +216,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if sh, err = runSharing(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("sharing: %w", err)
 			}
+			cfg.progress("section 7: calls/s through 1 and 3 replicas")
+			if rp, err = runReplicasBench(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("replicas: %w", err)
+			}
 		}
 		if cfg.wants("startup") {
 			cfg.progress("section 9: startup of %d servers", cfg.StartupServers)
@@ -264,6 +269,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if sh != nil {
 			sharingRows(rep, sh)
 		}
+	}
+	if rp != nil {
+		replicaRows(rep, rp)
 	}
 	if rr != nil {
 		relayRows(rep, rr, cfg)

@@ -25,8 +25,26 @@ type HAProxy struct {
 // another (it never reached the first). It is stopped when t ends.
 func StartHAProxy(t testing.TB, backends []string) *HAProxy {
 	t.Helper()
-	bin := Need(t, "haproxy", "haproxy")
-	port := FreePort(t)
+	Need(t, "haproxy", "haproxy")
+	h, err := LaunchHAProxy(t.TempDir(), backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Kill)
+	return h
+}
+
+// LaunchHAProxy is StartHAProxy without a test (its config written in
+// dir); the caller kills it.
+func LaunchHAProxy(dir string, backends []string) (*HAProxy, error) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		return nil, fmt.Errorf("haproxy %w (apt-get install -y haproxy)", ErrMissing)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `global
     maxconn 4096
@@ -48,20 +66,19 @@ backend replicas
 	for i, addr := range backends {
 		fmt.Fprintf(&b, "    server r%d %s check inter 300ms fall 1 rise 2\n", i, addr)
 	}
-	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	cfg := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput(); err != nil {
-		t.Fatalf("haproxy -c: %v\n%s", err, out)
+		return nil, fmt.Errorf("haproxy -c: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "-db", "-f", cfg)
 	p := &Proc{Cmd: cmd, done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start haproxy: %v", err)
+		return nil, fmt.Errorf("start haproxy: %w", err)
 	}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.Kill)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	// haproxy says nothing when it listens: dial until it answers.
 	deadline := time.Now().Add(10 * time.Second)
@@ -69,16 +86,16 @@ backend replicas
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = c.Close()
-			break
+			return &HAProxy{Proc: p, Addr: addr}, nil
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("haproxy exited: %v", cmd.ProcessState)
+			return nil, fmt.Errorf("haproxy exited: %v", cmd.ProcessState)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("haproxy does not listen on %s within 10s", addr)
+			p.Kill()
+			return nil, fmt.Errorf("haproxy does not listen on %s within 10s", addr)
 		}
 	}
-	return &HAProxy{Proc: p, Addr: addr}
 }

@@ -2,6 +2,8 @@ package replicatest
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -15,12 +17,20 @@ import (
 // FreePort returns a loopback port nobody listened on a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Proc is a started helper process.
@@ -43,13 +53,23 @@ func (p *Proc) Kill() {
 // process is killed when t ends.
 func Start(t testing.TB, cmd *exec.Cmd, ready string, within time.Duration, log io.Writer) *Proc {
 	t.Helper()
+	p, err := Launch(cmd, ready, within, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// Launch is Start for a caller without a test: the caller kills it.
+func Launch(cmd *exec.Cmd, ready string, within time.Duration, log io.Writer) (*Proc, error) {
 	if log == nil {
 		log = io.Discard
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	p := &Proc{Cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -57,7 +77,6 @@ func Start(t testing.TB, cmd *exec.Cmd, ready string, within time.Duration, log 
 		_ = pw.Close()
 		close(p.done)
 	}()
-	t.Cleanup(p.Kill)
 	found := make(chan string, 1)
 	go func() {
 		var seen strings.Builder
@@ -82,12 +101,14 @@ func Start(t testing.TB, cmd *exec.Cmd, ready string, within time.Duration, log 
 	select {
 	case out := <-found:
 		if out != "" {
-			t.Fatalf("%s exited before %q:\n%s", cmd.Path, ready, out)
+			p.Kill()
+			return nil, fmt.Errorf("%s exited before %q:\n%s", cmd.Path, ready, out)
 		}
 	case <-time.After(within):
-		t.Fatalf("%s: no %q within %v", cmd.Path, ready, within)
+		p.Kill()
+		return nil, fmt.Errorf("%s: no %q within %v", cmd.Path, ready, within)
 	}
-	return p
+	return p, nil
 }
 
 // Redis is a started redis-server.
@@ -103,10 +124,34 @@ func (r *Redis) URL() string { return "redis://" + r.Addr + "/0" }
 // no persistence, stopped when t ends.
 func StartRedis(t testing.TB, extra ...string) *Redis {
 	t.Helper()
-	bin := Need(t, "redis-server", "redis-server")
-	port := FreePort(t)
+	Need(t, "redis-server", "redis-server")
+	r, err := LaunchRedis(t.TempDir(), extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Kill)
+	return r
+}
+
+// ErrMissing: a part is not installed.
+var ErrMissing = errors.New("not on PATH")
+
+// LaunchRedis is StartRedis without a test (dir: its working
+// directory); the caller kills it.
+func LaunchRedis(dir string, extra ...string) (*Redis, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server %w (apt-get install -y redis-server)", ErrMissing)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--daemonize", "no", "--dir", t.TempDir()}, extra...)
-	p := Start(t, exec.Command(bin, args...), "Ready to accept connections", 20*time.Second, nil)
-	return &Redis{Proc: p, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+		"--appendonly", "no", "--daemonize", "no", "--dir", dir}, extra...)
+	p, err := Launch(exec.Command(bin, args...), "Ready to accept connections", 20*time.Second, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Redis{Proc: p, Addr: "127.0.0.1:" + strconv.Itoa(port)}, nil
 }
