@@ -2,6 +2,7 @@ package replicase2e
 
 import (
 	"context"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,4 +138,65 @@ func TestReplicasSIGTERMLeaves(t *testing.T) {
 	if !strings.Contains(r.log.String(), `"msg":"stopped"`) {
 		t.Errorf("no orderly stop in the log:\n%s", tail(r.log.String(), 2000))
 	}
+}
+
+// A store lost after the start is no crash: each replica logs it once,
+// reports it on /metrics and serves its own handles only, so a
+// 2026-07-28 host (no handle) is served as before.
+func TestReplicasStoreLost(t *testing.T) {
+	c := startCluster(t, 2)
+	r := newRun(c.front)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	modern, err := r.connect(ctx, modernEra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer modern.Close()
+	c.redis.Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, rp := range c.reps {
+		for !strings.Contains(rp.log.String(), "store lost: serving own handles only") {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %s: no 'store lost' line within 20 s:\n%s", rp.id, tail(rp.log.String(), 2000))
+			}
+			select {
+			case <-time.After(50 * time.Millisecond): // polling a real process's log, bounded
+			case <-rp.proc.Done():
+				t.Fatalf("replica %s exited when the store was lost:\n%s", rp.id, tail(rp.log.String(), 2000))
+			}
+		}
+	}
+	for i := range 6 {
+		id := "lost." + string(rune('a'+i))
+		res, err := modern.CallTool(ctx, &mcp.CallToolParams{Name: "led1__record", Arguments: map[string]any{"id": id}})
+		if err != nil || resultText(res) != "rec:"+id {
+			t.Fatalf("2026-07-28 call %d with the store lost: %v", i, err)
+		}
+	}
+	resp, err := r.client.Get("http://" + c.reps[0].addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "\nmcpkeep_store_lost 1\n") || !strings.Contains(string(body), "\nmcpkeep_store_losses_total 1\n") {
+		t.Errorf("/metrics does not say the store is lost:\n%s", grepLines(string(body), "mcpkeep_store"))
+	}
+	for _, rp := range c.reps {
+		if n := strings.Count(rp.log.String(), "store lost"); n != 1 {
+			t.Errorf("replica %s logged the loss %d times", rp.id, n)
+		}
+	}
+	r.client.CloseIdleConnections()
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
