@@ -241,6 +241,10 @@ func (rt *router) owner(r *http.Request) (handleKind, string, jsonrpc.ID, []byte
 func (rt *router) rewrite(pr *httputil.ProxyRequest) {
 	ft, _ := pr.In.Context().Value(forwardKey{}).(forwardTo)
 	pr.SetURL(&url.URL{Scheme: "http", Host: ft.addr})
+	// The Host the host sent, not the owner's address: the owner's
+	// browser-origin check compares Origin with it, and on loopback its
+	// DNS-rebinding check wants it loopback, as the first replica did.
+	pr.Out.Host = pr.In.Host
 	pr.SetXForwarded()
 	pr.Out.Header.Set(forwardedHeader, rt.rp.Names.ID())
 }

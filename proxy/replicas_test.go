@@ -199,3 +199,28 @@ func TestReplicasOwnerGoneAndLoopGuard(t *testing.T) {
 		t.Fatalf("a forged handle was forwarded (status %d)", status)
 	}
 }
+
+// A forwarded request keeps the Host the host sent, so the owner's
+// browser-origin check (and, on loopback, its DNS-rebinding check) sees
+// what the replica it reached saw: a same-origin request stays one.
+func TestReplicasForwardKeepsHost(t *testing.T) {
+	_, a, b, _ := twoReplicas(t, false)
+	hsB := httptest.NewServer(b.h)
+	t.Cleanup(func() {
+		hsB.CloseClientConnections()
+		hsB.Close()
+	})
+	cs := b.httpHost(hsB.URL, "2025-11-25", nil)
+	if !strings.HasPrefix(cs.ID(), "rb~") {
+		t.Fatalf("session %q not rb's", cs.ID())
+	}
+	list := map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": map[string]any{}}
+	status, code, body := post(t, a.h, list, map[string]string{"Mcp-Session-Id": cs.ID(),
+		"Mcp-Protocol-Version": "2025-11-25", "Origin": "http://127.0.0.1"})
+	if status != http.StatusOK || code != 0 || !strings.Contains(body, "a__echo") {
+		t.Fatalf("same-origin request forwarded to the owner: %d %d %q", status, code, body)
+	}
+	if a.srv.opts.Replicas.Counts().Forwarded.Load() == 0 {
+		t.Fatal("not forwarded")
+	}
+}
