@@ -1,3 +1,5 @@
+//go:build replicas
+
 package replicase2e
 
 import (
