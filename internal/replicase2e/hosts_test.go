@@ -212,8 +212,11 @@ func (r *run) report(name string) string {
 	for _, era := range []string{legacyEra, modernEra} {
 		for ph, label := range []string{"before the kill", "after the kill"} {
 			c := &r.c[era][ph]
-			if ph == 1 && !r.killed.Load() {
-				continue
+			if !r.killed.Load() {
+				if ph == 1 {
+					continue
+				}
+				label = "no replica lost"
 			}
 			fmt.Fprintf(&b, "  %s hosts, %s: %v\n", era, label, c)
 			c.mu.Lock()
