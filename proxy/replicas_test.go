@@ -224,3 +224,40 @@ func TestReplicasForwardKeepsHost(t *testing.T) {
 		t.Fatal("not forwarded")
 	}
 }
+
+// A tasks/* request whose taskId is another replica's owner-named handle
+// goes to that replica (the task engine there holds the running task);
+// one whose owner is gone is served here, where the engine answers from
+// the store (docs/design.md §25, §26). A taskId that is not a handle is
+// served here.
+func TestReplicasRouteTaskRequests(t *testing.T) {
+	_, a, b, peers := twoReplicas(t, false)
+	ca := a.srv.opts.Replicas.Counts()
+	taskGet := func(id string) map[string]any {
+		m := modernCall("a__echo")
+		m["method"] = "tasks/get"
+		m["params"] = map[string]any{"taskId": id, "_meta": m["params"].(map[string]any)["_meta"]}
+		return m
+	}
+	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get"}
+	post(t, a.h, taskGet(b.srv.opts.Replicas.Names.Name(replica.KindTask, "led+1")), hdr)
+	if ca.Forwarded.Load() != 1 {
+		t.Fatalf("forwarded %d, want the task request sent to rb", ca.Forwarded.Load())
+	}
+	// Served here: no task engine on this branch, so the SDK's
+	// method-not-found (-32601).
+	if _, code, _ := post(t, a.h, taskGet("plain-task-id"), hdr); code != -32601 {
+		t.Fatalf("plain task id: code %d", code)
+	}
+	post(t, a.h, taskGet(a.srv.opts.Replicas.Names.Name(replica.KindTask, "own")), hdr)
+	if ca.Forwarded.Load() != 1 || ca.OwnerGone.Load() != 0 {
+		t.Fatalf("forwarded %d, gone %d: a plain or own task id left this replica", ca.Forwarded.Load(), ca.OwnerGone.Load())
+	}
+	peers.mu.Lock()
+	delete(peers.m, "rb")
+	peers.mu.Unlock()
+	_, code, body := post(t, a.h, taskGet(b.srv.opts.Replicas.Names.Name(replica.KindTask, "led+2")), hdr)
+	if ca.OwnerGone.Load() != 1 || ca.Forwarded.Load() != 1 || code != -32601 || strings.Contains(body, "is gone") {
+		t.Fatalf("gone owner's task: forwarded %d, gone %d, %d %q; want served here", ca.Forwarded.Load(), ca.OwnerGone.Load(), code, body)
+	}
+}
