@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +35,9 @@ type RedisOptions struct {
 	Prefix string
 	// Timeout bounds the dial and each command; 0 is 3 s.
 	Timeout time.Duration
+	// RootCAs verify a rediss:// server's certificate; nil is the
+	// system's roots.
+	RootCAs *x509.CertPool
 }
 
 // valueMark starts every stored value: a value read without it was not
@@ -57,12 +62,13 @@ func OpenRedis(ctx context.Context, rawURL string, o RedisOptions) (*Redis, erro
 	if len(u.Query()) > 0 {
 		return nil, fmt.Errorf("%w: store URL %q: no query parameters are taken", ErrInvalid, Redact(rawURL))
 	}
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: store URL %q: %v", ErrInvalid, Redact(rawURL), err)
 	}
-	if u.Scheme == "rediss" && opts.TLSConfig == nil {
-		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: u.Hostname()}
+	if u.Scheme == "rediss" {
+		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: u.Hostname(), RootCAs: o.RootCAs}
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -88,6 +94,15 @@ func OpenRedis(ctx context.Context, rawURL string, o RedisOptions) (*Redis, erro
 	}
 	return r, nil
 }
+
+// quiet drops go-redis's own log lines (printed to stderr, outside the
+// process's log format): every failure reaches the caller as an error
+// value, and the membership logs the store's loss once.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
 
 // Redact is rawURL without its user information.
 func Redact(rawURL string) string {

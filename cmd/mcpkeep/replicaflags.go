@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,10 +33,12 @@ type replicaOpts struct {
 	id        string // --replica-id
 	advertise string // --advertise host:port
 	keyFile   string // --state-key-file
+	caFile    string // --store-ca-file
 	noForward bool   // --replica-no-forward (hidden: the replicas test's control run)
 
 	key      *[32]byte // read from keyFile by check
 	password string
+	roots    *x509.CertPool // read from caFile by check
 }
 
 func (o *replicaOpts) register(f *pflag.FlagSet) {
@@ -42,6 +46,7 @@ func (o *replicaOpts) register(f *pflag.FlagSet) {
 	f.StringVar(&o.id, "replica-id", "", "with --store, this replica's `ID` in the handles it issues (default: the host name)")
 	f.StringVar(&o.advertise, "advertise", "", "with --store, the `HOST:PORT` other replicas forward this one's requests to (default: --listen's address when it names a host and port)")
 	f.StringVar(&o.keyFile, "state-key-file", "", "the `FILE` with the key (32 bytes: raw, hex or base64) sealing request state and tagging handles; replicas share it (required with --store)")
+	f.StringVar(&o.caFile, "store-ca-file", "", "with a rediss:// --store, the PEM `FILE` of the CA that signed the store's certificate (default: the system's roots)")
 	f.BoolVar(&o.noForward, "replica-no-forward", false, "with --store, forward nothing to other replicas (for comparison)")
 	_ = f.MarkHidden("replica-no-forward")
 }
@@ -58,7 +63,7 @@ func (o *replicaOpts) check(listen string) error {
 		o.key = key
 	}
 	if o.store == "" {
-		for flag, set := range map[string]bool{"--replica-id": o.id != "", "--advertise": o.advertise != "", "--replica-no-forward": o.noForward} {
+		for flag, set := range map[string]bool{"--replica-id": o.id != "", "--advertise": o.advertise != "", "--replica-no-forward": o.noForward, "--store-ca-file": o.caFile != ""} {
 			if set {
 				errs = append(errs, fmt.Errorf("%s: only with --store", flag))
 			}
@@ -90,6 +95,18 @@ func (o *replicaOpts) check(listen string) error {
 	}
 	if err := store.ValidAddr(o.advertise); err != nil {
 		errs = append(errs, fmt.Errorf("--advertise: %w", err))
+	}
+	if o.caFile != "" {
+		pem, err := os.ReadFile(o.caFile)
+		o.roots = x509.NewCertPool()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--store-ca-file: %w", err))
+		case !strings.HasPrefix(o.store, "rediss://"):
+			errs = append(errs, errors.New("--store-ca-file: only with a rediss:// --store"))
+		case !o.roots.AppendCertsFromPEM(pem):
+			errs = append(errs, fmt.Errorf("--store-ca-file: %s holds no PEM certificate", o.caFile))
+		}
 	}
 	o.password = os.Getenv(storePasswordEnv)
 	_ = os.Unsetenv(storePasswordEnv)
@@ -140,7 +157,7 @@ func (o *replicaOpts) start(ctx context.Context) (*replicaRun, error) {
 	if o.store == "" {
 		return nil, nil
 	}
-	st, err := store.OpenRedis(ctx, o.store, store.RedisOptions{Password: o.password})
+	st, err := store.OpenRedis(ctx, o.store, store.RedisOptions{Password: o.password, RootCAs: o.roots})
 	if err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}

@@ -34,6 +34,9 @@ func TestReplicaFlagsValidated(t *testing.T) {
 		{replicaOpts{store: "redis://x:1/0", keyFile: key, id: "r1"}, "127.0.0.1:0", "--advertise: required"},
 		{replicaOpts{store: "redis://x:1/0", keyFile: key, id: "r1", advertise: "nohostport"}, "127.0.0.1:1", "--advertise:"},
 		{replicaOpts{keyFile: short}, "127.0.0.1:1", "--state-key-file:"},
+		{replicaOpts{caFile: key}, "127.0.0.1:1", "--store-ca-file: only with --store"},
+		{replicaOpts{store: "redis://x:1/0", keyFile: key, id: "r1", advertise: "a:1", caFile: key}, "127.0.0.1:1", "--store-ca-file: only with a rediss://"},
+		{replicaOpts{store: "rediss://x:1/0", keyFile: key, id: "r1", advertise: "a:1", caFile: key}, "127.0.0.1:1", "--store-ca-file: " + key + " holds no PEM"},
 		{replicaOpts{keyFile: filepath.Join(dir, "missing")}, "127.0.0.1:1", "--state-key-file:"},
 	} {
 		err := c.o.check(c.listen)
