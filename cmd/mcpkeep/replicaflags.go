@@ -187,7 +187,8 @@ func (r *replicaRun) join(ctx context.Context, o *replicaOpts, log *slog.Logger,
 }
 
 // leave takes this replica out of the membership set (SIGTERM: the
-// others stop forwarding here) and closes the store.
+// others stop forwarding here). The store stays open for the shutdown
+// (close).
 func (r *replicaRun) leave(log *slog.Logger) {
 	if r == nil {
 		return
@@ -199,5 +200,11 @@ func (r *replicaRun) leave(log *slog.Logger) {
 			log.Warn("could not leave the membership set (it expires with its TTL)", slog.Any("err", err))
 		}
 	}
-	_ = r.st.Close()
+}
+
+// close closes the store, after the shutdown.
+func (r *replicaRun) close() {
+	if r != nil {
+		_ = r.st.Close()
+	}
 }

@@ -100,6 +100,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 		sv.log.Error("cannot run as a replica", slog.Any("err", err))
 		return 1
 	}
+	defer rr.close()
 	if rr != nil {
 		opts.Replicas = rr.rep
 	}
