@@ -77,7 +77,8 @@ func (r *run) counts(era string, started bool) *counts {
 	return &r.c[era][ph]
 }
 
-// sampler answers a server's sampling with "re:" and the prompt.
+// sampler answers a server's sampling with "re:" and the prompt, and
+// its elicitation with the answer "re:" and the message.
 var sampler = &mcp.ClientOptions{CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	text := ""
 	if len(req.Params.Messages) > 0 {
@@ -86,6 +87,8 @@ var sampler = &mcp.ClientOptions{CreateMessageHandler: func(_ context.Context, r
 		}
 	}
 	return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "re:" + text}}, nil
+}, ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "re:" + req.Params.Message}}, nil
 }}
 
 func (r *run) connect(ctx context.Context, era string) (*mcp.ClientSession, error) {
@@ -97,7 +100,8 @@ func (r *run) connect(ctx context.Context, era string) (*mcp.ClientSession, erro
 }
 
 // host calls through the balancer until ctx ends: short records, a
-// sampling round trip (server to host), and long records, one at a
+// sampling and an elicitation round trip (server to host), and long
+// records, one at a
 // time, each checked against what it must answer. A legacy host whose
 // session fails initializes a new one.
 func (r *run) host(ctx context.Context, era string, w int) {
@@ -135,6 +139,8 @@ func (r *run) host(ctx context.Context, era string, w int) {
 		id := fmt.Sprintf("%s.%d.%d", era, w, n)
 		tool, args, want := server+"__record", map[string]any{"id": id, "ms": 5}, "rec:"+id
 		switch n % 6 {
+		case 2:
+			tool, args, want = server+"__confirm", map[string]any{"id": id}, "confirmed:accept:re:"+id
 		case 4:
 			tool, args, want = server+"__ask", map[string]any{"id": id}, "asked:re:"+id
 		case 5:

@@ -64,6 +64,16 @@ func runLedger(dir string) int {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "asked:" + text.Text}}}, nil, nil
 		})
+	// confirm asks the host by elicitation, the same two ways.
+	mcp.AddTool(s, &mcp.Tool{Name: "confirm", Description: "elicit id from the host, reply confirmed:<its answer>"},
+		func(ctx context.Context, req *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: a.ID, RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("confirmed:%s:%v", res.Action, res.Content["answer"])}}}, nil, nil
+		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		return 1
 	}
