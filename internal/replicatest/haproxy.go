@@ -21,8 +21,11 @@ type HAProxy struct {
 // StartHAProxy starts Debian's haproxy in front of backends (host:port
 // each): HTTP, round robin per request, no affinity of any kind (no
 // cookie, no hash, no prefer-last-server), health checks every 300 ms,
-// and a request whose connection to a server failed redispatched to
-// another (it never reached the first). It is stopped when t ends.
+// a request whose connection to a server failed redispatched to
+// another (it never reached the first), and http-no-delay: without it
+// haproxy holds a streamed response's partial frames (MSG_MORE) and an
+// event of a legacy host's stream (a server's request to the host)
+// arrives some 200 ms late. It is stopped when t ends.
 func StartHAProxy(t testing.TB, backends []string) *HAProxy {
 	t.Helper()
 	Need(t, "haproxy", "haproxy")
@@ -57,6 +60,7 @@ defaults
     timeout http-keep-alive 10s
     retries 2
     option redispatch
+    option http-no-delay
 frontend mcp
     bind 127.0.0.1:%d
     default_backend replicas
