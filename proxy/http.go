@@ -59,7 +59,8 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 	}
 	s.Start()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", bearer(o.Token, cop.Handler(boundWrites(h, hostWriteBound))))
+	// Another replica's handle is forwarded to it (replicas.go, §26).
+	mux.Handle("/mcp", bearer(o.Token, cop.Handler(boundWrites(s.route(h), hostWriteBound))))
 	if o.Metrics != nil {
 		mux.Handle("/metrics", rebindGuard(bearer(o.Token, o.Metrics)))
 	}

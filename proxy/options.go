@@ -54,6 +54,10 @@ type Options struct {
 	// SessionIdle ends an HTTP host session that sent nothing for this
 	// long (Handler); zero is DefaultSessionIdle, negative never.
 	SessionIdle time.Duration
+	// Replicas, when set, makes this Server one of several replicas
+	// (docs/design.md §26): its handles name it, and /mcp forwards a
+	// request for another replica's handle to that replica.
+	Replicas *Replicas
 	// Tracer, when set, traces each host request the proxy relays
 	// (docs/design.md §27); nil traces nothing (a host's trace context
 	// still reaches the server).

@@ -113,12 +113,14 @@ func New(cfg *config.Config, opts Options) *Server {
 		UnsubscribeHandler:      s.unsubscribe,
 		InitializedHandler:      s.initialized,
 		RootsListChangedHandler: s.rootsChanged,
+		GetSessionID:            opts.Replicas.sessionIDs(), // replicas.go
 		Logger:                  sdkLog,
 	})
 	s.host = &hostLink{log: log, srv: s.srv}
 	s.host.updates.srv = s.srv
 	s.host.bridges.base = s.ctx
 	s.host.bridges.seal = newStateSealer(opts.StateKey)
+	opts.Replicas.own(s.host.bridges.seal) // replicas.go
 	rp := newRelayPath(s.srv, s.getPool, s.host, log)
 	rp.observe, rp.track = s.observeRequest, s.track
 	s.up, s.cat = newUpstream(rp), newCatalogMirror(rp)

@@ -85,6 +85,22 @@ func (s *stateSealer) seal(st sealedState) string {
 
 // open returns the state raw seals, or why it is refused.
 func (s *stateSealer) open(raw string) (sealedState, *jsonrpc.Error) {
+	st, werr := s.unseal(raw)
+	if werr != nil {
+		return st, werr
+	}
+	if st.Owner != s.owner {
+		return st, badState("it belongs to another mcpkeep process (owner " + st.Owner + ")")
+	}
+	if s.now().UnixMilli() > st.Expiry {
+		return st, badState("it expired")
+	}
+	return st, nil
+}
+
+// unseal returns what raw seals, whoever owns it (the replicas'
+// dispatcher reads the owner there, docs/design.md §26).
+func (s *stateSealer) unseal(raw string) (sealedState, *jsonrpc.Error) {
 	var st sealedState
 	data, err := base64.RawURLEncoding.DecodeString(raw)
 	n := s.aead.NonceSize()
@@ -97,12 +113,6 @@ func (s *stateSealer) open(raw string) (sealedState, *jsonrpc.Error) {
 	}
 	if err := json.Unmarshal(plain, &st); err != nil || st.V != stateVersion {
 		return st, badState("its format is unknown")
-	}
-	if st.Owner != s.owner {
-		return st, badState("it belongs to another mcpkeep process (owner " + st.Owner + ")")
-	}
-	if s.now().UnixMilli() > st.Expiry {
-		return st, badState("it expired")
 	}
 	return st, nil
 }

@@ -33,6 +33,7 @@ type serving struct {
 	listen    listenOpts
 	initWait  time.Duration       // unless opts say
 	cache     *catalogcache.Cache // nil: --no-cache
+	replicas  replicaOpts         // --store and the rest (replicaflags.go)
 }
 
 // serve runs sv on the process's stdin and stdout with its signals:
@@ -91,6 +92,18 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	opts.InitWaitFrom = processStart
 	opts.Pool.Cache = sv.cache
 	defer startTracing(&opts, sv.log)() // docs/design.md §27
+	if sv.replicas.key != nil {
+		opts.StateKey = sv.replicas.key
+	}
+	rr, err := sv.replicas.start(context.Background()) // docs/design.md §26
+	if err != nil {
+		sv.log.Error("cannot run as a replica", slog.Any("err", err))
+		return 1
+	}
+	defer rr.close()
+	if rr != nil {
+		opts.Replicas = rr.rep
+	}
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
 	m.CountAmbiguous(srv.HostAmbiguous)
@@ -119,6 +132,12 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 		}
 		if err != nil {
 			sv.log.Error("cannot serve", slog.Any("err", fmt.Errorf("--listen: %w", err)))
+			code = 1
+		}
+	}
+	if rr != nil && code == 0 {
+		if err := rr.join(ctx, &sv.replicas, sv.log, m); err != nil {
+			sv.log.Error("cannot join the replicas", slog.Any("err", err))
 			code = 1
 		}
 	}
@@ -187,6 +206,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 			running = false
 		}
 	}
+	rr.leave(sv.log) // first: the other replicas stop forwarding here
 	return sv.shutdown(srv, servers, code, func() {
 		cancel()
 		<-reloaded

@@ -20,6 +20,7 @@ type serveFlags struct {
 	initWait             durationFlag
 	cacheDir             string
 	noCache              bool
+	replicas             replicaOpts // replicaflags.go
 }
 
 func (s *serveFlags) register(cmd *cobra.Command) {
@@ -32,6 +33,7 @@ func (s *serveFlags) register(cmd *cobra.Command) {
 	f.StringVar(&s.cacheDir, "cache-dir", "", "the catalog cache `DIR` (default: the user cache directory's mcpkeep)")
 	f.BoolVar(&s.noCache, "no-cache", false, "keep no catalog cache: every start waits for the servers' first connects")
 	s.listen.register(f)
+	s.replicas.register(f)
 	completeWords(cmd, "log-format", "text", "json")
 	completeWords(cmd, "log-level", "debug", "info", "warn", "error")
 	_ = cmd.MarkFlagFilename("trace")
@@ -45,10 +47,11 @@ func (s *serveFlags) serving(stderr io.Writer) (*serving, error) {
 	if s.noCache && s.cacheDir != "" {
 		err = errors.Join(err, errors.New("--no-cache and --cache-dir: give one"))
 	}
-	if err = errors.Join(err, s.listen.check()); err != nil {
+	if err = errors.Join(err, s.listen.check(), s.replicas.check(s.listen.addr)); err != nil {
 		return nil, err
 	}
-	sv := &serving{tracePath: s.trace, log: log, sdkLog: s.level == "debug", listen: s.listen, initWait: s.initWait.d}
+	sv := &serving{tracePath: s.trace, log: log, sdkLog: s.level == "debug", listen: s.listen, initWait: s.initWait.d,
+		replicas: s.replicas}
 	if !s.noCache {
 		dir := s.cacheDir
 		if dir == "" {

@@ -153,6 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sh  *sharingResult
 		sl  *statelessResult
 		br  *binaryResult
+		rp  *replicasResult // replicas.go
 		err error
 	)
 	if cfg.wants("fsm") {
@@ -223,6 +224,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if sl, err = runStateless(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("stateless front: %w", err)
 			}
+			cfg.progress("section 7: calls/s through 1 and 3 replicas")
+			if rp, err = runReplicasBench(ctx, cfg, b); err != nil {
+				return nil, fmt.Errorf("replicas: %w", err)
+			}
 		}
 		if cfg.wants("startup") {
 			cfg.progress("section 9: startup of %d servers", cfg.StartupServers)
@@ -275,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if sl != nil {
 		statelessRows(rep, sl)
+	}
+	if rp != nil {
+		replicaRows(rep, rp)
 	}
 	if rr != nil {
 		relayRows(rep, rr, cfg)
