@@ -123,6 +123,10 @@ type Server struct {
 	// IdleStop ("idleStopMs") stops the server after this long without
 	// requests; 0 is the default (off, or 10 min for a lazy server).
 	IdleStop time.Duration
+	// SharedEras ("eras": "shared") keeps 2026-07-28 hosts on the one
+	// legacy-era process of a stdio server instead of a twin process
+	// (docs/design.md §24).
+	SharedEras bool
 	// Probe is the HTTP health probe ("probeIntervalMs",
 	// "probeTimeoutMs", "probeFailures"); zero fields are the defaults.
 	Probe Probe
@@ -146,7 +150,7 @@ func (a Server) Equal(b Server) bool {
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&
 		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls &&
-		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.Probe == b.Probe
+		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.SharedEras == b.SharedEras && a.Probe == b.Probe
 }
 
 func equalStrings(a, b []string) bool {
