@@ -1,0 +1,192 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep/internal/fixture"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// docs/design.md §24: with hosts of both eras on one endpoint, a stdio
+// server's legacy process serves the 2025-11-25 hosts and a twin process
+// asked for 2026-07-28 serves the 2026-07-28 hosts' tool calls, so a
+// tool's input request reaches such a host under the server's own key;
+// "eras": "shared" keeps one process and the bridge. Real processes (the
+// fixture is this test binary): exactly one per server and era, none
+// left after Shutdown.
+func TestTwinServesModernHostsWithTheServersOwnInputRequests(t *testing.T) {
+	path, args, env := fixture.CommandEnv("normal")
+	server := func(extra map[string]any) map[string]any {
+		m := map[string]any{"command": path, "args": args, "env": env}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{
+		"f": server(nil), "g": server(map[string]any{"eras": "shared"})}})
+	srv := New(cfg, Options{})
+	h, err := srv.Handler(HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			shutdown()
+		}
+	})
+	select {
+	case <-srv.Applied():
+	case <-time.After(testDeadline):
+		t.Fatal("the servers never started")
+	}
+	if got := children(t); len(got) != 2 {
+		t.Fatalf("before any call: %d child processes %v, want 2 (f and g, legacy era)", len(got), got)
+	}
+
+	// The legacy host gets the tool's question as elicitation/create.
+	var asked atomic.Int32
+	legacy := connectHTTP(t, h, "2025-11-25", &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "legacy"}}, nil
+		}})
+	for _, name := range []string{"f__elicit", "g__elicit"} {
+		got, isErr := call(t, legacy, name, map[string]any{"message": "who?"})
+		if isErr || !strings.Contains(got, `"legacy"`) {
+			t.Errorf("legacy host: %s = %q (error %v), want the host's answer", name, got, isErr)
+		}
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("legacy host asked %d times by elicitation/create, want 2", n)
+	}
+
+	// A 2026-07-28 host's call of f goes to f's twin: the input request
+	// carries the server's own key. g is shared: the bridge's key.
+	for _, c := range []struct {
+		tool    string
+		twinKey bool
+	}{{"f__elicit", true}, {"g__elicit", false}, {"f__elicit", true}} {
+		keys := modernInputKeys(t, h, c.tool)
+		if own := slices.Equal(keys, []string{"elicit"}); own != c.twinKey || len(keys) != 1 {
+			t.Errorf("2026-07-28 host: %s asked with keys %v; want the server's own key %q: %v", c.tool, keys, "elicit", c.twinKey)
+		}
+	}
+	got := children(t)
+	if len(got) != 3 {
+		t.Errorf("after both eras called: %d child processes %v, want 3 (f, f's twin, g)", len(got), got)
+	}
+	var names []string
+	for _, sn := range srv.twins.states() {
+		names = append(names, sn.Server+"@"+strconv.FormatUint(sn.Gen, 10))
+	}
+	if !slices.Equal(names, []string{"f-2026-07-28@1"}) {
+		t.Errorf("twins %v, want one, f-2026-07-28, on its first generation", names)
+	}
+	if v := srv.uiView(true); !slices.ContainsFunc(v.Servers, func(s uiServer) bool { return s.Name == "f-2026-07-28" }) {
+		t.Errorf("the live page's rows %+v do not show the twin", v.Servers)
+	}
+	_ = legacy.Close()
+	shutdown()
+	stopped = true
+	if left := children(t); len(left) != 0 {
+		t.Errorf("after Shutdown: child processes %v left", left)
+	}
+}
+
+// connectHTTP connects a go-sdk host of era to h over Streamable HTTP.
+func connectHTTP(t *testing.T, h http.Handler, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return (&rig{t: t}).httpHost(hs.URL, era, opts)
+}
+
+// modernInputKeys sends a 2026-07-28 tools/call of tool (declaring
+// elicitation) and returns the keys of its result's input requests.
+func modernInputKeys(t *testing.T, h http.Handler, tool string) []string {
+	t.Helper()
+	body := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+		"name": tool, "arguments": map[string]any{"message": "who?"},
+		"_meta": map[string]any{
+			mcp.MetaKeyProtocolVersion:                   modernVersion,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "0"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+		}}}
+	status, code, raw := post(t, h, body, map[string]string{"Mcp-Protocol-Version": modernVersion,
+		"Mcp-Method": "tools/call", "Mcp-Name": tool})
+	if status != http.StatusOK || code != 0 {
+		t.Fatalf("%s: status %d, error %d: %s", tool, status, code, raw)
+	}
+	var msg struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(raw), &msg); err != nil || msg.Result.ResultType != "input_required" {
+		t.Fatalf("%s: %v; want an input_required result, got %s", tool, err, raw)
+	}
+	var keys []string
+	for k, v := range msg.Result.InputRequests {
+		if !strings.Contains(string(v), `"elicitation/create"`) {
+			t.Errorf("%s: input request %q is %s, want elicitation/create", tool, k, v)
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// children are the pids of this process's live (not zombie) children.
+func children(t *testing.T) []int {
+	t.Helper()
+	me := os.Getpid()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // state, ppid, ...
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == me {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, pid)
+		}
+	}
+	return out
+}
