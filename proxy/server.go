@@ -124,7 +124,8 @@ func New(cfg *config.Config, opts Options) *Server {
 	rp := newRelayPath(s.srv, s.getPool, s.host, log)
 	rp.observe, rp.track = s.observeRequest, s.track
 	s.up, s.cat = newUpstream(rp), newCatalogMirror(rp)
-	s.twins.log, s.twins.base, s.up.twins = log, s.ctx, &s.twins
+	s.twins.log, s.twins.base, s.twins.turn, s.up.twins = log, s.ctx, make(chan struct{}, 1), &s.twins
+	s.health.twins = s.twins.states
 	s.srv.AddReceivingMiddleware(s.middleware)
 	return s
 }
@@ -243,7 +244,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
 			}
 		}
 	}
-	s.twins.reload(cfg)
+	s.twins.reload(ctx, cfg)
 	s.log.Info("reloaded", slog.Int("servers", len(cfg.Servers)))
 	return err
 }

@@ -36,13 +36,16 @@ type twins struct {
 	log  *slog.Logger
 	base context.Context // the Server's: its end stops starts
 
-	applyMu sync.Mutex // one Apply of the twin pool at a time
-	mu      struct {
+	// turn serializes the Apply of the twin pool (a turn: a request
+	// waits for it with its own context; docs/design.md §19 lock order).
+	turn chan struct{}
+	mu   struct {
 		sync.Mutex
 		pool *mcpkeep.Pool  // nil: no twins (one host, or before launch)
 		cfg  *config.Config // the servers' configuration, as reloaded
 		used []string       // servers with a twin, in the order first called
-		// legacy are the servers whose twin did not speak 2026-07-28.
+		// legacy are the servers whose twin did not speak 2026-07-28 or
+		// did not start: their calls take the bridge until a reload.
 		legacy map[string]bool
 	}
 }
@@ -88,38 +91,46 @@ func (t *twins) start(opts mcpkeep.PoolOptions, version string, cfg *config.Conf
 }
 
 // route returns the twin supervisor that serves a 2026-07-28 host's call
-// of server, starting it if this is the first such call; ok is false
-// when the call goes to the primary. It may wait for the twin's first
-// connection (bounded by the server's connect timeout).
-func (t *twins) route(server string) (sup *mcpkeep.Supervisor, wait time.Duration, ok bool) {
+// of server, starting it if this is the first such call, and how long
+// the call may wait for it; ok is false when the call goes to the
+// primary. A start waits for the twin's first attempt (bounded by the
+// server's connect timeout) in the twins' turn, which a request waits
+// for with its own context.
+func (t *twins) route(ctx context.Context, server string) (sup *mcpkeep.Supervisor, wait time.Duration, ok bool) {
 	if t == nil {
 		return nil, 0, false
 	}
 	t.mu.Lock()
 	pool := t.mu.pool
 	sc, eligible := t.eligibleLocked(server)
-	isNew := eligible && !slices.Contains(t.mu.used, server)
-	if isNew {
-		t.mu.used = append(t.mu.used, server)
-	}
 	t.mu.Unlock()
 	if pool == nil || !eligible {
 		return nil, 0, false
 	}
-	if isNew {
-		t.log.Info("twin starting", slog.String("server", server), slog.String("twin", TwinName(sc.Name)),
-			slog.String("protocol", modernVersion))
-		t.apply()
-	}
-	sup, ok = pool.Supervisor(TwinName(server))
-	if !ok && !isNew {
-		// Another call is starting it: wait for that Apply.
-		t.applyMu.Lock()
-		t.applyMu.Unlock() //nolint:staticcheck // a barrier: the Apply in flight has returned
-		sup, ok = pool.Supervisor(TwinName(server))
-	}
-	if !ok {
-		return nil, 0, false // not started (disposed, or its start failed: logged)
+	name := TwinName(server)
+	if sup, ok = pool.Supervisor(name); !ok {
+		if !t.take(ctx) {
+			return nil, 0, false
+		}
+		if sup, ok = pool.Supervisor(name); !ok { // not started by a call before us
+			t.mu.Lock()
+			t.mu.used = append(t.mu.used, server)
+			t.mu.Unlock()
+			t.log.Info("twin starting", slog.String("server", server), slog.String("twin", name),
+				slog.String("protocol", modernVersion))
+			t.applyTaken()
+			if sup, ok = pool.Supervisor(name); !ok {
+				// Its start failed (logged): the bridge until a reload.
+				t.mu.Lock()
+				t.mu.legacy[server] = true
+				t.mu.used = slices.DeleteFunc(t.mu.used, func(s string) bool { return s == server })
+				t.mu.Unlock()
+			}
+		}
+		t.release()
+		if !ok {
+			return nil, 0, false
+		}
 	}
 	if info := sup.ServerInfo(); info != nil && info.ProtocolVersion < modernVersion {
 		t.mu.Lock()
@@ -128,13 +139,27 @@ func (t *twins) route(server string) (sup *mcpkeep.Supervisor, wait time.Duratio
 		t.mu.Unlock()
 		t.log.Info("twin stopped", slog.String("server", server), slog.String("protocol", info.ProtocolVersion),
 			slog.String("reason", "the server does not speak "+modernVersion+": its calls take the bridge"))
-		t.apply()
+		t.apply(ctx)
 		return nil, 0, false
 	}
 	// A call waits for its twin as long as for the server starting.
 	wait = cmp.Or(sc.WaitForReady, sc.ConnectTimeout, config.DefaultConnectTimeout)
 	return sup, wait, true
 }
+
+// take waits for the twins' turn (one Apply of the twin pool at a time)
+// as long as ctx and the Server last.
+func (t *twins) take(ctx context.Context) bool {
+	select {
+	case t.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-t.base.Done():
+	}
+	return false
+}
+
+func (t *twins) release() { <-t.turn }
 
 // eligibleLocked reports whether server gets a twin, and its config.
 func (t *twins) eligibleLocked(server string) (config.Server, bool) {
@@ -150,10 +175,17 @@ func (t *twins) eligibleLocked(server string) (config.Server, bool) {
 }
 
 // apply makes the twin pool hold a twin of every used server, with the
-// current configuration (renamed; never lazy, never cached).
-func (t *twins) apply() {
-	t.applyMu.Lock()
-	defer t.applyMu.Unlock()
+// current configuration, in the twins' turn.
+func (t *twins) apply(ctx context.Context) {
+	if t.take(ctx) {
+		defer t.release()
+		t.applyTaken()
+	}
+}
+
+// applyTaken is apply with the turn taken: each twin is its server's
+// configuration renamed, never lazy, never cached, stopped when idle.
+func (t *twins) applyTaken() {
 	t.mu.Lock()
 	pool := t.mu.pool
 	cfg := &config.Config{}
@@ -179,12 +211,12 @@ func (t *twins) apply() {
 // reload takes a new configuration: twins of servers removed, changed to
 // "eras": "shared" or to HTTP go; changed ones restart; a server found
 // legacy is tried again (its command may have changed).
-func (t *twins) reload(cfg *config.Config) {
+func (t *twins) reload(ctx context.Context, cfg *config.Config) {
 	t.mu.Lock()
 	t.mu.cfg = cfg
 	clear(t.mu.legacy)
 	t.mu.Unlock()
-	t.apply()
+	t.apply(ctx)
 }
 
 // states are the twins' snapshots (status, the live page).
@@ -216,7 +248,7 @@ func (u *upstream) callModern(ctx context.Context, pool *mcpkeep.Pool, server, p
 	opts *mcpkeep.CallOptions) (*mcp.CallToolResult, error) {
 	if lk, ok := pool.Sink().(tools.Lookuper); ok && u.twins != nil {
 		if srv, tool, found := lk.Lookup(public); found && srv == server {
-			if sup, wait, ok := u.twins.route(server); ok {
+			if sup, wait, ok := u.twins.route(ctx, server); ok {
 				o := *opts
 				o.WaitForReady, o.ReadyTimeout = true, wait
 				return sup.Call(ctx, tool.Name, args, &o)

@@ -105,6 +105,10 @@ func TestTwinServesModernHostsWithTheServersOwnInputRequests(t *testing.T) {
 	if v := srv.uiView(true); !slices.ContainsFunc(v.Servers, func(s uiServer) bool { return s.Name == "f-2026-07-28" }) {
 		t.Errorf("the live page's rows %+v do not show the twin", v.Servers)
 	}
+	if rd := srv.health.Readiness(srv.getPool()); !rd.Ready ||
+		!slices.ContainsFunc(rd.Servers, func(s ServerStatus) bool { return s.Server == "f-2026-07-28" && s.Ready }) {
+		t.Errorf("readiness (status) %+v: want ready, with the twin's line", rd)
+	}
 	_ = legacy.Close()
 	shutdown()
 	stopped = true
