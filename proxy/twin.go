@@ -230,6 +230,17 @@ func (t *twins) states() []mcpkeep.Snapshot {
 	return pool.States()
 }
 
+// supervisor returns the twin named name (the live page's actions).
+func (t *twins) supervisor(name string) (*mcpkeep.Supervisor, bool) {
+	t.mu.Lock()
+	pool := t.mu.pool
+	t.mu.Unlock()
+	if pool == nil {
+		return nil, false
+	}
+	return pool.Supervisor(name)
+}
+
 // dispose stops every twin through its close barrier (Shutdown).
 func (t *twins) dispose(ctx context.Context) error {
 	t.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -105,6 +106,36 @@ func TestTwinServesModernHostsWithTheServersOwnInputRequests(t *testing.T) {
 	if v := srv.uiView(true); !slices.ContainsFunc(v.Servers, func(s uiServer) bool { return s.Name == "f-2026-07-28" }) {
 		t.Errorf("the live page's rows %+v do not show the twin", v.Servers)
 	}
+	// Idle, the twin's process ends (its row stays, idle); the next
+	// 2026-07-28 call starts its next generation.
+	sup, ok := srv.twins.supervisor("f-2026-07-28")
+	if !ok {
+		t.Fatal("no twin supervisor f-2026-07-28")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	if err := sup.StopIdle(ctx); err != nil {
+		t.Fatalf("StopIdle of the twin: %v", err)
+	}
+	for sup.State().State != fsm.Idle {
+		select {
+		case <-sup.Changed():
+		case <-ctx.Done():
+			t.Fatalf("the twin never went idle: %v", sup.State().State)
+		}
+	}
+	if got := children(t); len(got) != 2 {
+		t.Errorf("twin idle: %d child processes %v, want 2 (f, g)", len(got), got)
+	}
+	if keys := modernInputKeys(t, h, "f__elicit"); !slices.Equal(keys, []string{"elicit"}) {
+		t.Errorf("after the twin's idle stop: keys %v, want [elicit]", keys)
+	}
+	if gen := sup.State().Gen; gen != 2 {
+		t.Errorf("twin generation %d after its idle stop and a call, want 2", gen)
+	}
+	if got := children(t); len(got) != 3 {
+		t.Errorf("twin restarted: %d child processes %v, want 3", len(got), got)
+	}
 	if rd := srv.health.Readiness(srv.getPool()); !rd.Ready ||
 		!slices.ContainsFunc(rd.Servers, func(s ServerStatus) bool { return s.Server == "f-2026-07-28" && s.Ready }) {
 		t.Errorf("readiness (status) %+v: want ready, with the twin's line", rd)
@@ -129,38 +160,63 @@ func connectHTTP(t *testing.T, h http.Handler, era string, opts *mcp.ClientOptio
 }
 
 // modernInputKeys sends a 2026-07-28 tools/call of tool (declaring
-// elicitation) and returns the keys of its result's input requests.
+// elicitation), returns the keys of its result's input requests, and
+// answers them (a second request with the requestState and the answer),
+// expecting the tool's result to carry the answer.
 func modernInputKeys(t *testing.T, h http.Handler, tool string) []string {
 	t.Helper()
-	body := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+	params := map[string]any{
 		"name": tool, "arguments": map[string]any{"message": "who?"},
 		"_meta": map[string]any{
 			mcp.MetaKeyProtocolVersion:                   modernVersion,
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "0"},
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
-		}}}
-	status, code, raw := post(t, h, body, map[string]string{"Mcp-Protocol-Version": modernVersion,
-		"Mcp-Method": "tools/call", "Mcp-Name": tool})
-	if status != http.StatusOK || code != 0 {
-		t.Fatalf("%s: status %d, error %d: %s", tool, status, code, raw)
+		}}
+	send := func() (res struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+		Content       []mcp.TextContent          `json:"content"`
+	}) {
+		t.Helper()
+		body := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+		status, code, raw := post(t, h, body, map[string]string{"Mcp-Protocol-Version": modernVersion,
+			"Mcp-Method": "tools/call", "Mcp-Name": tool})
+		if status != http.StatusOK || code != 0 {
+			t.Fatalf("%s: status %d, error %d: %s", tool, status, code, raw)
+		}
+		var msg struct {
+			Result *struct {
+				ResultType    string                     `json:"resultType"`
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+				Content       []mcp.TextContent          `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(raw), &msg); err != nil || msg.Result == nil {
+			t.Fatalf("%s: %v; want a result, got %s", tool, err, raw)
+		}
+		return *msg.Result
 	}
-	var msg struct {
-		Result struct {
-			ResultType    string                     `json:"resultType"`
-			InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(raw), &msg); err != nil || msg.Result.ResultType != "input_required" {
-		t.Fatalf("%s: %v; want an input_required result, got %s", tool, err, raw)
+	first := send()
+	if first.ResultType != "input_required" {
+		t.Fatalf("%s: result type %q, want input_required", tool, first.ResultType)
 	}
 	var keys []string
-	for k, v := range msg.Result.InputRequests {
+	answers := map[string]any{}
+	for k, v := range first.InputRequests {
 		if !strings.Contains(string(v), `"elicitation/create"`) {
 			t.Errorf("%s: input request %q is %s, want elicitation/create", tool, k, v)
 		}
 		keys = append(keys, k)
+		answers[k] = map[string]any{"action": "accept", "content": map[string]any{"answer": "modern"}}
 	}
 	slices.Sort(keys)
+	params["requestState"], params["inputResponses"] = first.RequestState, answers
+	final := send()
+	if final.ResultType == "input_required" || len(final.Content) == 0 || !strings.Contains(final.Content[0].Text, `"modern"`) {
+		t.Errorf("%s: the answered round ended %+v, want the tool's result with the host's answer", tool, final)
+	}
 	return keys
 }
 
