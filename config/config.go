@@ -125,7 +125,8 @@ type Server struct {
 	IdleStop time.Duration
 	// SharedEras ("eras": "shared") keeps 2026-07-28 hosts on the one
 	// legacy-era process of a stdio server instead of a twin process
-	// (docs/design.md §24).
+	// (docs/design.md §24). Not part of Equal: it changes nothing of the
+	// server's own process, so a reload that flips it restarts none.
 	SharedEras bool
 	// Probe is the HTTP health probe ("probeIntervalMs",
 	// "probeTimeoutMs", "probeFailures"); zero fields are the defaults.
@@ -150,7 +151,7 @@ func (a Server) Equal(b Server) bool {
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&
 		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls &&
-		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.SharedEras == b.SharedEras && a.Probe == b.Probe
+		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.Probe == b.Probe
 }
 
 func equalStrings(a, b []string) bool {

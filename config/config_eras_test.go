@@ -22,8 +22,8 @@ func TestConfigEras(t *testing.T) {
 	}
 	d := a
 	d.SharedEras = true
-	if a.Equal(d) {
-		t.Error("eras is not part of Equal")
+	if !a.Equal(d) {
+		t.Error("eras is part of Equal: a reload that changes it would restart the server's process")
 	}
 	for _, bad := range []struct{ in, want string }{
 		{`{"mcpServers":{"a":{"command":"x","eras":"both"}}}`, `mcpServers.a.eras: must be "twin" or "shared", got "both"`},

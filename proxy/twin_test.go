@@ -106,6 +106,10 @@ func TestTwinServesModernHostsWithTheServersOwnInputRequests(t *testing.T) {
 	if v := srv.uiView(true); !slices.ContainsFunc(v.Servers, func(s uiServer) bool { return s.Name == "f-2026-07-28" }) {
 		t.Errorf("the live page's rows %+v do not show the twin", v.Servers)
 	}
+	if rd := srv.health.Readiness(srv.getPool()); !rd.Ready ||
+		!slices.ContainsFunc(rd.Servers, func(s ServerStatus) bool { return s.Server == "f-2026-07-28" && s.Ready }) {
+		t.Errorf("readiness (status) %+v: want ready, with the twin's line", rd)
+	}
 	// Idle, the twin's process ends (its row stays, idle); the next
 	// 2026-07-28 call starts its next generation.
 	sup, ok := srv.twins.supervisor("f-2026-07-28")
@@ -136,9 +140,23 @@ func TestTwinServesModernHostsWithTheServersOwnInputRequests(t *testing.T) {
 	if got := children(t); len(got) != 3 {
 		t.Errorf("twin restarted: %d child processes %v, want 3", len(got), got)
 	}
-	if rd := srv.health.Readiness(srv.getPool()); !rd.Ready ||
-		!slices.ContainsFunc(rd.Servers, func(s ServerStatus) bool { return s.Server == "f-2026-07-28" && s.Ready }) {
-		t.Errorf("readiness (status) %+v: want ready, with the twin's line", rd)
+	// A reload to "eras": "shared" disposes the twin and leaves the
+	// server's own process running.
+	before := children(t)
+	shared := mustConfig(t, map[string]any{"mcpServers": map[string]any{
+		"f": server(map[string]any{"eras": "shared"}), "g": server(map[string]any{"eras": "shared"})}})
+	if err := srv.Reload(ctx, shared); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	after := children(t)
+	if len(after) != 2 || !slices.Contains(before, after[0]) || !slices.Contains(before, after[1]) {
+		t.Errorf("after a reload to shared eras: child processes %v (before %v), want f's and g's, unchanged", after, before)
+	}
+	if keys := modernInputKeys(t, h, "f__elicit"); slices.Equal(keys, []string{"elicit"}) {
+		t.Errorf("shared eras after the reload: keys %v, want the bridge's", keys)
+	}
+	if n := len(srv.twins.states()); n != 0 {
+		t.Errorf("%d twins after the reload to shared eras, want 0", n)
 	}
 	_ = legacy.Close()
 	shutdown()
