@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/internal/fixture"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -267,4 +269,84 @@ func children(t *testing.T) []int {
 		}
 	}
 	return out
+}
+
+// A server whose twin answers initialize with an older version does not
+// speak 2026-07-28: the twin is disposed at once, never started again
+// (until a reload), and the 2026-07-28 host's calls take the bridge of
+// the legacy process (docs/design.md §24).
+func TestTwinOfALegacyOnlyServerFallsBackToTheBridge(t *testing.T) {
+	r := newRig(t, Options{}, "a")
+	twin := transport.NewMemory("echo", "hang")
+	twin.Serve = func(gen uint64, s *mcp.Server) { serveFeatures("a", gen, s) }
+	twin.ServerOptions = func(uint64) *mcp.ServerOptions { return featureOptions("a") }
+	r.mems[TwinName("a")] = twin // the rig pins every session to the legacy era
+	hs := r.serveHTTP()
+	modern := r.httpHost(hs.URL, modernVersion, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "the modern host"}}, nil
+		}})
+	r.waitApplied()
+	waitTools(t, modern, []string{"a__echo", "a__flood", "a__hang", "a__sample", "a__sleep"})
+	for range 2 {
+		if got, isErr := call(t, modern, "a__sample", nil); got != "sampled: the modern host" || isErr {
+			t.Errorf("a__sample = %q (error %v), want the bridge's answer", got, isErr)
+		}
+	}
+	if n := len(twin.Opened()); n != 1 {
+		t.Errorf("the legacy-only twin was opened %d times, want once", n)
+	}
+	if n := twin.Live(); n != 0 {
+		t.Errorf("%d generations of the legacy-only twin left, want none", n)
+	}
+	if st := r.srv.twins.states(); len(st) != 0 {
+		t.Errorf("twins %+v, want none", st)
+	}
+}
+
+// Calls of 2026-07-28 hosts that arrive at once start one twin: the
+// twins' turn serializes the start, and the calls behind it find it.
+func TestTwinStartsOnceForConcurrentCalls(t *testing.T) {
+	path, args, env := fixture.CommandEnv("normal")
+	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{
+		"f": map[string]any{"command": path, "args": args, "env": env}}})
+	srv := New(cfg, Options{})
+	h, err := srv.Handler(HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if left := children(t); len(left) != 0 {
+			t.Errorf("after Shutdown: child processes %v left", left)
+		}
+	})
+	select {
+	case <-srv.Applied():
+	case <-time.After(testDeadline):
+		t.Fatal("the servers never started")
+	}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			body := modernCall("f__echo")
+			body["id"] = i + 1
+			status, code, raw := post(t, h, body, map[string]string{"Mcp-Protocol-Version": modernVersion,
+				"Mcp-Method": "tools/call", "Mcp-Name": "f__echo"})
+			if status != http.StatusOK || code != 0 || !strings.Contains(raw, `"hi"`) {
+				t.Errorf("call %d: status %d, error %d: %s", i, status, code, raw)
+			}
+		})
+	}
+	wg.Wait()
+	if got := children(t); len(got) != 2 {
+		t.Errorf("%d child processes %v, want 2 (f and one twin)", len(got), got)
+	}
+	if st := srv.twins.states(); len(st) != 1 || st[0].Gen != 1 {
+		t.Errorf("twins %+v, want one on its first generation", st)
+	}
 }
