@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -57,6 +58,9 @@ const twinSuffix = "-" + modernVersion
 // TwinName is the supervisor name of server's 2026-07-28 twin.
 func TwinName(server string) string { return server + twinSuffix }
 
+// errNoTwin: the server's transport cannot be asked for 2026-07-28.
+var errNoTwin = errors.New("no twin")
+
 // start builds the (empty) twin pool when the servers are asked for the
 // legacy era while 2026-07-28 hosts may come (version "": many hosts).
 // opts are the primary pool's, before it got its downstream opener; the
@@ -75,10 +79,19 @@ func (t *twins) start(opts mcpkeep.PoolOptions, version string, cfg *config.Conf
 		} else {
 			o, err = sc.Opener(log)
 		}
-		if st, ok := o.(*transport.Stdio); ok {
-			st.ProtocolVersion = modernVersion
+		if err != nil {
+			return nil, err
 		}
-		return o, err
+		switch st := o.(type) {
+		case *transport.Stdio:
+			st.ProtocolVersion = modernVersion
+			return st, nil
+		case transport.SessionOptioner:
+			// An opener that asks for its own version (a library user's,
+			// the tests'): the twin's initialize says what it speaks.
+			return o, nil
+		}
+		return nil, fmt.Errorf("mcpkeep: twin of %q: %w (a %T cannot be asked for %s)", sc.Name, errNoTwin, o, modernVersion)
 	}
 	// Its own registries: the host lists the primary's (one catalog).
 	opts.Sink, opts.Catalog = tools.NewSet(tools.Limits{}), tools.NewCatalog(tools.Limits{})
@@ -108,7 +121,9 @@ func (t *twins) route(ctx context.Context, server string) (sup *mcpkeep.Supervis
 		return nil, 0, false
 	}
 	name := TwinName(server)
-	if sup, ok = pool.Supervisor(name); !ok {
+	// A twin the pool has but has not started yet is another call's
+	// start in flight: wait for it in the turn.
+	if sup, ok = pool.Supervisor(name); !ok || !sup.State().Started {
 		if !t.take(ctx) {
 			return nil, 0, false
 		}
