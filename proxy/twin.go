@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,8 +56,11 @@ type twins struct {
 // logs, metrics, the live page and status.
 const twinSuffix = "-" + modernVersion
 
-// TwinName is the supervisor name of server's 2026-07-28 twin.
-func TwinName(server string) string { return server + twinSuffix }
+// twinName is the supervisor name of server's 2026-07-28 twin. A server
+// name longer than 21 characters leaves no room for the suffix
+// (tools.MaxServerNameLen): its twin cannot start, and its calls take the
+// bridge.
+func twinName(server string) string { return server + twinSuffix }
 
 // errNoTwin: the server's transport cannot be asked for 2026-07-28.
 var errNoTwin = errors.New("no twin")
@@ -120,7 +124,7 @@ func (t *twins) route(ctx context.Context, server string) (sup *mcpkeep.Supervis
 	if pool == nil || !eligible {
 		return nil, 0, false
 	}
-	name := TwinName(server)
+	name := twinName(server)
 	// A twin the pool has but has not started yet is another call's
 	// start in flight: wait for it in the turn.
 	if sup, ok = pool.Supervisor(name); !ok || !sup.State().Started {
@@ -156,6 +160,9 @@ func (t *twins) route(ctx context.Context, server string) (sup *mcpkeep.Supervis
 			slog.String("reason", "the server does not speak "+modernVersion+": its calls take the bridge"))
 		t.apply(ctx)
 		return nil, 0, false
+	}
+	if sup.State().State == fsm.Exhausted {
+		return nil, 0, false // gave up: the primary and its bridge serve meanwhile
 	}
 	// A call waits for its twin as long as for the server starting.
 	wait = cmp.Or(sc.WaitForReady, sc.ConnectTimeout, config.DefaultConnectTimeout)
@@ -206,7 +213,7 @@ func (t *twins) applyTaken() {
 	cfg := &config.Config{}
 	for _, name := range t.mu.used {
 		if sc, ok := t.eligibleLocked(name); ok {
-			sc.Name, sc.Lazy = TwinName(sc.Name), false
+			sc.Name, sc.Lazy = twinName(sc.Name), false
 			if sc.IdleStop == 0 {
 				// It costs a process only while 2026-07-28 hosts call.
 				sc.IdleStop = mcpkeep.DefaultIdleStop

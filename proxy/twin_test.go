@@ -280,7 +280,7 @@ func TestTwinOfALegacyOnlyServerFallsBackToTheBridge(t *testing.T) {
 	twin := transport.NewMemory("echo", "hang")
 	twin.Serve = func(gen uint64, s *mcp.Server) { serveFeatures("a", gen, s) }
 	twin.ServerOptions = func(uint64) *mcp.ServerOptions { return featureOptions("a") }
-	r.mems[TwinName("a")] = twin // the rig pins every session to the legacy era
+	r.mems[twinName("a")] = twin // the rig pins every session to the legacy era
 	hs := r.serveHTTP()
 	modern := r.httpHost(hs.URL, modernVersion, &mcp.ClientOptions{
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
