@@ -29,6 +29,9 @@ import (
 // fixture is this test binary): exactly one per server and era, none
 // left after Shutdown.
 func TestTwinServesModernHostsWithTheServersOwnInputRequests(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to count the child processes") // as TestHostilePeers
+	}
 	path, args, env := fixture.CommandEnv("normal")
 	server := func(extra map[string]any) map[string]any {
 		m := map[string]any{"command": path, "args": args, "env": env}
@@ -307,6 +310,9 @@ func TestTwinOfALegacyOnlyServerFallsBackToTheBridge(t *testing.T) {
 // Calls of 2026-07-28 hosts that arrive at once start one twin: the
 // twins' turn serializes the start, and the calls behind it find it.
 func TestTwinStartsOnceForConcurrentCalls(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to count the child processes") // as TestHostilePeers
+	}
 	path, args, env := fixture.CommandEnv("normal")
 	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{
 		"f": map[string]any{"command": path, "args": args, "env": env}}})
