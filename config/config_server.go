@@ -33,7 +33,7 @@ var hostKeys = map[string]string{
 
 // serverKeys are the keys mcpkeep reads in a server block.
 const serverKeys = "command, args, env, inheritEnv, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
-	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, disabledTools, includeTools, excludeTools, disabled, " + probeKeys
+	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, eras, disabledTools, includeTools, excludeTools, disabled, " + probeKeys
 
 // server parses one server block; ok is false when it had errors.
 func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
@@ -127,6 +127,8 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "idleStopMs":
 			idleStop.v, err = decodeMs(f, false)
 			idleStop.path = f.path
+		case "eras":
+			sc.SharedEras, err = decodeEras(f)
 		case "disabled":
 			disabled, err = decodeBool(f)
 		case "tools":

@@ -105,6 +105,9 @@ func (s *Server) launch(caps *mcp.ClientCapabilities, version string, hold <-cha
 	if opts.Host.ListRoots != nil {
 		opts.Roots = []*mcp.Root{} // the servers know of roots from the start
 	}
+	s.mu.Lock()
+	s.twins.start(opts, version, s.mu.cfg) // docs/design.md §24
+	s.mu.Unlock()
 	if opts.Opener == nil {
 		opts.Opener = downstreamOpener(version, opts.Logger)
 	}

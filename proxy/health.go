@@ -32,6 +32,9 @@ type Health struct {
 	}
 	// ui feeds the live page (ui_hub.go, docs/design.md §28).
 	ui *uiHub
+	// twins lists the era twins (twin.go, docs/design.md §24): shown,
+	// never deciding the process's readiness. nil: none.
+	twins func() []mcpkeep.Snapshot
 }
 
 // NewHealth returns a Health that has seen nothing yet.
@@ -128,6 +131,10 @@ func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 	} else {
 		snaps = pool.States()
 	}
+	primaries := len(snaps)
+	if h.twins != nil {
+		snaps = append(snaps, h.twins()...)
+	}
 	h.mu.Lock()
 	stopping, expected := h.mu.stopping, h.mu.expected
 	established := make(map[string]bool, len(snaps))
@@ -139,7 +146,7 @@ func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 		why = append([]string{"shutting down"}, why...)
 	}
 	running := map[string]bool{}
-	for _, s := range snaps {
+	for i, s := range snaps {
 		running[s.Server] = true
 		st := ServerStatus{Server: s.Server, State: s.State.String(), Attempt: s.Attempt, MaxAttempts: s.MaxAttempts,
 			Tools: s.Tools, Prompts: s.Prompts, Resources: s.Resources, Templates: s.Templates,
@@ -164,6 +171,9 @@ func (h *Health) Readiness(pool *mcpkeep.Pool) Readiness {
 		}
 		st.Ready, st.NotReady = not == "", not
 		rep.Servers = append(rep.Servers, st)
+		if i >= primaries {
+			continue // a twin: started by a host's call, its trouble its own (§24)
+		}
 		// A lazy server listed from its cache (or once established) was
 		// ready while idle and is started by a request: its start failing
 		// (or still under way) is that server's fault, reported on its

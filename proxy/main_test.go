@@ -7,12 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	fixture.RunIfChild() // the real stdio servers of twin_test.go are this binary
+	goleak.VerifyTestMain(m)
+}
 
 // testDeadline bounds every wait of the proxy's tests.
 const testDeadline = 20 * time.Second

@@ -71,6 +71,8 @@ type Server struct {
 	// fast counts the fast path's calls (fast.go): served, and handed
 	// back to the SDK's server.
 	fast struct{ served, handedBack atomic.Uint64 }
+
+	twins twins // 2026-07-28 hosts' twin processes (twin.go, docs/design.md §24)
 }
 
 // New returns a Server for cfg's servers. Nothing starts until a host's
@@ -124,6 +126,8 @@ func New(cfg *config.Config, opts Options) *Server {
 	rp := newRelayPath(s.srv, s.getPool, s.host, log)
 	rp.observe, rp.track = s.observeRequest, s.track
 	s.up, s.cat = newUpstream(rp), newCatalogMirror(rp)
+	s.twins.log, s.twins.base, s.twins.turn, s.up.twins = log, s.ctx, make(chan struct{}, 1), &s.twins
+	s.health.twins = s.twins.states
 	s.srv.AddReceivingMiddleware(s.middleware)
 	return s
 }
@@ -242,6 +246,7 @@ func (s *Server) Reload(ctx context.Context, cfg *config.Config) error {
 			}
 		}
 	}
+	s.twins.reload(ctx, cfg)
 	s.log.Info("reloaded", slog.Int("servers", len(cfg.Servers)))
 	return err
 }

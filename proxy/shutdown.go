@@ -36,6 +36,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, ctx.Err())
 		}
 	}
+	err = errors.Join(err, s.twins.dispose(ctx))
 	s.mu.Lock()
 	s.mu.closing = true
 	s.mu.Unlock()

@@ -35,6 +35,8 @@ type upstream struct {
 	exposed map[string]map[string]tools.Tool // server → public name → tool
 
 	handoffs handoffs // the fast path's calls handed back to the handler
+
+	twins *twins // 2026-07-28 hosts' twin processes (twin.go); nil: none
 }
 
 func newUpstream(rp *relayPath) *upstream {
@@ -231,7 +233,7 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			go func() {
 				defer done()
 				start := time.Now()
-				res, err := pool.Call(ctx, public, args, opts)
+				res, err := u.callModern(ctx, pool, server, public, args, opts)
 				u.observe(server, "tools/call", start, err)
 				b.done <- outcome{res: res, err: err}
 			}()

@@ -265,6 +265,9 @@ func (s *Server) uiAct(w http.ResponseWriter, r *http.Request, a *uiAuth, act ui
 	}
 	sup, ok := pool.Supervisor(name)
 	if !ok {
+		sup, ok = s.twins.supervisor(name) // an era twin's row (§24)
+	}
+	if !ok {
 		fail(http.StatusNotFound, fmt.Sprintf("no server %q", name))
 		return
 	}

@@ -69,7 +69,7 @@ func (s *Server) uiView(secrets bool) uiView {
 	}
 	var snaps []mcpkeep.Snapshot
 	if pool != nil {
-		snaps = pool.States()
+		snaps = append(pool.States(), s.twins.states()...) // twins: §24
 	}
 	for _, sn := range snaps {
 		row := uiServer{Name: sn.Server, State: sn.State.String(), Gen: sn.Gen, Attempt: sn.Attempt,
@@ -118,7 +118,7 @@ func (v uiView) load() string {
 func (s *Server) uiLoad() string {
 	v := uiView{InFlight: s.calls.count()}
 	if pool := s.getPool(); pool != nil {
-		for _, sn := range pool.States() {
+		for _, sn := range append(pool.States(), s.twins.states()...) {
 			v.Servers = append(v.Servers, uiServer{Name: sn.Server, InFlight: sn.InFlight})
 		}
 	}

@@ -70,6 +70,10 @@ func hostileConfig(t *testing.T) map[string]any {
 	srv := func(mode string, extra map[string]any) map[string]any {
 		s := fixtureServer(t, mode)
 		s["reconnect"] = map[string]any{"initialDelayMs": 100, "maxDelayMs": 400, "maxAttempts": 1000, "jitter": 0}
+		// One process per server: the test watches that process's lists
+		// and log lines, which a 2026-07-28 host's calls on a twin process
+		// would not touch (docs/design.md §24).
+		s["eras"] = "shared"
 		for k, v := range extra {
 			s[k] = v
 		}

@@ -1032,6 +1032,7 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"run", "--wait-for-ready", "x", "--", "server"}, "--wait-for-ready"},
 		{[]string{"run", "--env", "NOEQUALS", "--", "server"}, "-env"},
 		{[]string{"run", "--header", "A=b", "--", "server"}, "--header"},
+		{[]string{"run", "--eras", "both", "--", "server"}, "--eras"},
 		{[]string{"run", "--no-such-flag", "--", "server"}, "no-such-flag"},
 		{[]string{"run"}, "give a command after --"},
 		{[]string{"run", "--max-attempts", "3"}, "give a command after --"},
@@ -1048,7 +1049,7 @@ func TestRunUsage(t *testing.T) {
 	}
 	for _, flag := range []string{"--url", "--name", "--max-attempts", "--initial-delay", "--max-delay", "--connect-timeout",
 		"--wait-for-ready", "--init-wait", "--env", "--cwd", "--header", "--log-format", "--log-level", "--trace",
-		"--lazy", "--idle-stop", "--cache-dir", "--no-cache"} {
+		"--lazy", "--idle-stop", "--eras", "--cache-dir", "--no-cache"} {
 		if !strings.Contains(out, "  "+flag+" ") {
 			t.Errorf("run --help does not list %s:\n%s", flag, out)
 		}

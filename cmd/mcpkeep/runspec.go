@@ -21,6 +21,7 @@ type runSpec struct {
 	initialDelay, maxDelay, connectTimeout, waitForReady durationFlag
 	lazy                                                 bool
 	idleStop                                             durationFlag
+	eras                                                 string
 }
 
 // flagOf maps a config key back to the flag that set it.
@@ -28,7 +29,7 @@ var flagOf = map[string]string{
 	"maxAttempts": "--max-attempts", "initialDelayMs": "--initial-delay", "maxDelayMs": "--max-delay",
 	"connectTimeoutMs": "--connect-timeout", "waitForReadyMs": "--wait-for-ready", "cwd": "--cwd",
 	"env": "--env", "headers": "--header", "url": "--url", "command": "COMMAND",
-	"idleStopMs": "--idle-stop",
+	"idleStopMs": "--idle-stop", "eras": "--eras",
 }
 
 func (r runSpec) config() (*config.Config, error) {
@@ -93,6 +94,9 @@ func (r runSpec) config() (*config.Config, error) {
 	}
 	if r.lazy {
 		srv["start"] = config.StartLazy
+	}
+	if r.eras != "" {
+		srv["eras"] = r.eras // checked by the config parser
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
