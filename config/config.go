@@ -123,11 +123,13 @@ type Server struct {
 	// IdleStop ("idleStopMs") stops the server after this long without
 	// requests; 0 is the default (off, or 10 min for a lazy server).
 	IdleStop time.Duration
-	// SharedEras ("eras": "shared") keeps 2026-07-28 hosts on the one
-	// legacy-era process of a stdio server instead of a twin process
-	// (docs/design.md §24). Not part of Equal: it changes nothing of the
-	// server's own process, so a reload that flips it restarts none.
-	SharedEras bool
+	// TwinEras ("eras": "twin") serves 2026-07-28 hosts' tool calls
+	// from a second process of a stdio server that speaks their era,
+	// instead of the one legacy-era process and the bridge ("shared",
+	// the default: one process, one state; docs/design.md §24). Not part
+	// of Equal: it changes nothing of the server's own process, so a
+	// reload that flips it restarts none.
+	TwinEras bool
 	// Probe is the HTTP health probe ("probeIntervalMs",
 	// "probeTimeoutMs", "probeFailures"); zero fields are the defaults.
 	Probe Probe

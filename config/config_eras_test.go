@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// "eras" (docs/design.md §24): "twin" (the default) or "shared"; any other
+// "eras" (docs/design.md §24): "twin" or "shared" (the default); any other
 // value is an error naming the key.
 func TestConfigEras(t *testing.T) {
 	cfg, _, err := Parse([]byte(`{"mcpServers": {
@@ -17,11 +17,11 @@ func TestConfigEras(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b, c := cfg.Servers[0], cfg.Servers[1], cfg.Servers[2]
-	if a.SharedEras || !b.SharedEras || c.SharedEras {
-		t.Errorf("shared eras: a %v, b %v, c %v; want false, true, false", a.SharedEras, b.SharedEras, c.SharedEras)
+	if a.TwinEras || b.TwinEras || !c.TwinEras {
+		t.Errorf("twin eras: a %v, b %v, c %v; want false, false, true", a.TwinEras, b.TwinEras, c.TwinEras)
 	}
 	d := a
-	d.SharedEras = true
+	d.TwinEras = true
 	if !a.Equal(d) {
 		t.Error("eras is part of Equal: a reload that changes it would restart the server's process")
 	}

@@ -128,7 +128,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 			idleStop.v, err = decodeMs(f, false)
 			idleStop.path = f.path
 		case "eras":
-			sc.SharedEras, err = decodeEras(f)
+			sc.TwinEras, err = decodeEras(f)
 		case "disabled":
 			disabled, err = decodeBool(f)
 		case "tools":

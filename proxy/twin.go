@@ -190,7 +190,7 @@ func (t *twins) eligibleLocked(server string) (config.Server, bool) {
 	}
 	for _, sc := range t.mu.cfg.Servers {
 		if sc.Name == server {
-			return sc, sc.Transport == config.TransportStdio && !sc.SharedEras
+			return sc, sc.Transport == config.TransportStdio && sc.TwinEras
 		}
 	}
 	return config.Server{}, false

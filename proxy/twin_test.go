@@ -41,7 +41,7 @@ func TestTwinServesModernHostsWithTheServersOwnInputRequests(t *testing.T) {
 		return m
 	}
 	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{
-		"f": server(nil), "g": server(map[string]any{"eras": "shared"})}})
+		"f": server(map[string]any{"eras": "twin"}), "g": server(nil)}})
 	srv := New(cfg, Options{})
 	h, err := srv.Handler(HTTPOptions{})
 	if err != nil {
@@ -279,7 +279,7 @@ func children(t *testing.T) []int {
 // (until a reload), and the 2026-07-28 host's calls take the bridge of
 // the legacy process (docs/design.md §24).
 func TestTwinOfALegacyOnlyServerFallsBackToTheBridge(t *testing.T) {
-	r := newRig(t, Options{}, "a")
+	r := newRigWith(t, Options{}, map[string]map[string]any{"a": {"eras": "twin"}}, "a")
 	twin := transport.NewMemory("echo", "hang")
 	twin.Serve = func(gen uint64, s *mcp.Server) { serveFeatures("a", gen, s) }
 	twin.ServerOptions = func(uint64) *mcp.ServerOptions { return featureOptions("a") }
@@ -315,7 +315,7 @@ func TestTwinStartsOnceForConcurrentCalls(t *testing.T) {
 	}
 	path, args, env := fixture.CommandEnv("normal")
 	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{
-		"f": map[string]any{"command": path, "args": args, "env": env}}})
+		"f": map[string]any{"command": path, "args": args, "env": env, "eras": "twin"}}})
 	srv := New(cfg, Options{})
 	h, err := srv.Handler(HTTPOptions{})
 	if err != nil {

@@ -85,7 +85,7 @@ func newRunCmd() *cobra.Command {
 	f.Var(&spec.waitForReady, "wait-for-ready", "how long a request waits for the server during an outage, e.g. 5s; 0 fails fast (config waitForReadyMs; default 10s)")
 	f.BoolVar(&spec.lazy, "lazy", false, "start the server at the first request that needs it, once its catalog is cached (config start: lazy)")
 	f.Var(&spec.idleStop, "idle-stop", "stop the server after this long without requests, e.g. 10m (config idleStopMs; default 10m with --lazy, else off)")
-	f.StringVar(&spec.eras, "eras", "", "with --listen, serve 2026-07-28 hosts from a `twin` process of the stdio server, or keep one `shared` process (config eras; default twin)")
+	f.StringVar(&spec.eras, "eras", "", "with --listen, serve 2026-07-28 hosts from a `twin` process of the stdio server, or keep one `shared` process (config eras; default shared)")
 	f.StringVar(&spec.cwd, "cwd", "", "the command's working directory `DIR`")
 	f.Var(&spec.env, "env", "an environment variable of the command, `K=V` (repeatable; ${VAR} expands at each spawn)")
 	f.Var(&spec.headers, "header", "an HTTP header of --url requests, `K=V` (repeatable)")

@@ -227,7 +227,7 @@ var mcpkeepListen = []string{"--listen", "127.0.0.1:0", "--log-format", "json", 
 
 // runStdio: mcpkeep run --listen, the server a stdio child of mcpkeep.
 func (h *harness) runStdio(ctx context.Context, dir string) (string, func(), error) {
-	argv := append(append([]string{h.mcpkeep, "run"}, mcpkeepListen...), "--", h.server)
+	argv := append(append([]string{h.mcpkeep, "run"}, mcpkeepListen...), "--eras", "twin", "--", h.server)
 	p, u, err := startMcpkeep(ctx, "mcpkeep run", filepath.Join(dir, "mcpkeep.log"), argv)
 	if err != nil {
 		return "", nil, err
@@ -261,7 +261,7 @@ const proxyServer = "ev"
 // behind the shim that allows for the name prefix.
 func (h *harness) proxy(ctx context.Context, dir string) (string, func(), error) {
 	cfg := filepath.Join(dir, "mcpkeep.json")
-	conf := fmt.Sprintf(`{"mcpServers": {%q: {"command": %q}}}`, proxyServer, h.server)
+	conf := fmt.Sprintf(`{"mcpServers": {%q: {"command": %q, "eras": "twin"}}}`, proxyServer, h.server)
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return "", nil, err
 	}
