@@ -16,8 +16,9 @@ type Transition struct {
 	Internal bool
 	// Effects says what taking the row does.
 	Effects string
-	// Reason, on a row into failed, is the task's statusMessage (T5).
-	Reason string
+	// Message is the statusMessage the row sets; on a row into failed
+	// without the call's own error it is the reason (T5).
+	Message string
 	// Carries lists the invariants this row is responsible for.
 	Carries []Invariant
 }
@@ -29,7 +30,10 @@ const (
 		"the outcome is unknown (the work may or may not have taken effect), so it was not run again"
 	ReasonExpired = "the task's TTL passed before the call finished; the call was cancelled " +
 		"and the outcome is unknown"
-	ReasonDisposed = "mcpkeep stopped while the task ran; the call was cancelled and the outcome is unknown"
+	ReasonDisposed   = "mcpkeep stopped while the task ran; the call was cancelled and the outcome is unknown"
+	MessageResending = "the server was lost while the call ran; the call is replay-safe and is sent once more " +
+		"on the server's next generation"
+	ReasonTooLarge = "the call completed (the work took effect), but its result is larger than mcpkeep keeps for a task"
 )
 
 // Table is the task lifecycle (docs/design.md §25), row for row.
@@ -37,14 +41,18 @@ var Table = []Transition{
 	{From: Working, Event: Returned, Guard: Answered, To: Completed,
 		Effects: "the result is kept for the TTL (bounded in bytes)",
 		Carries: []Invariant{T1, T3}},
+	{From: Working, Event: Returned, Guard: Oversized, To: Failed,
+		Effects: "the result is dropped", Message: ReasonTooLarge,
+		Carries: []Invariant{T1, T5}},
 	{From: Working, Event: Returned, Guard: RPCFailed, To: Failed,
 		Effects: "the JSON-RPC error is kept as the task's error",
 		Carries: []Invariant{T1}},
 	{From: Working, Event: Lost, Guard: Replayable, To: Working, Internal: true,
 		Effects: "Call re-sends it once on the next generation (§21); the task stays working",
+		Message: MessageResending,
 		Carries: []Invariant{T2}},
 	{From: Working, Event: Lost, Guard: OutcomeUnknown, To: Failed,
-		Effects: "never sent again", Reason: ReasonOutcomeUnknown,
+		Effects: "never sent again", Message: ReasonOutcomeUnknown,
 		Carries: []Invariant{T2, T5}},
 	{From: Working, Event: InputRequested, Guard: Always, To: InputRequired,
 		Effects: "the server's request is held; the host reads it in tasks/get",
@@ -53,10 +61,10 @@ var Table = []Transition{
 		Effects: "the call's context is cancelled: the server gets notifications/cancelled",
 		Carries: []Invariant{T4}},
 	{From: Working, Event: Expired, Guard: Always, To: Failed,
-		Effects: "the call is cancelled", Reason: ReasonExpired,
+		Effects: "the call is cancelled", Message: ReasonExpired,
 		Carries: []Invariant{T4, T5}},
 	{From: Working, Event: Dispose, Guard: Always, To: Failed,
-		Effects: "the call is cancelled", Reason: ReasonDisposed,
+		Effects: "the call is cancelled", Message: ReasonDisposed,
 		Carries: []Invariant{T4, T5}},
 
 	{From: InputRequired, Event: InputAnswered, Guard: Always, To: Working,
@@ -64,20 +72,23 @@ var Table = []Transition{
 	{From: InputRequired, Event: Returned, Guard: Answered, To: Completed,
 		Effects: "the server answered without waiting for the host; open input requests dropped",
 		Carries: []Invariant{T1, T3}},
+	{From: InputRequired, Event: Returned, Guard: Oversized, To: Failed,
+		Effects: "the result is dropped", Message: ReasonTooLarge,
+		Carries: []Invariant{T1, T5}},
 	{From: InputRequired, Event: Returned, Guard: RPCFailed, To: Failed,
 		Effects: "the JSON-RPC error is kept as the task's error",
 		Carries: []Invariant{T1}},
 	{From: InputRequired, Event: Lost, Guard: Always, To: Failed,
-		Effects: "a call that asked the host is never re-sent (§21)", Reason: ReasonOutcomeUnknown,
+		Effects: "a call that asked the host is never re-sent (§21)", Message: ReasonOutcomeUnknown,
 		Carries: []Invariant{T2, T5}},
 	{From: InputRequired, Event: Cancel, Guard: Always, To: Cancelled,
 		Effects: "the call's context is cancelled; its open input requests fail",
 		Carries: []Invariant{T4}},
 	{From: InputRequired, Event: Expired, Guard: Always, To: Failed,
-		Effects: "the call is cancelled", Reason: ReasonExpired,
+		Effects: "the call is cancelled", Message: ReasonExpired,
 		Carries: []Invariant{T4, T5}},
 	{From: InputRequired, Event: Dispose, Guard: Always, To: Failed,
-		Effects: "the call is cancelled", Reason: ReasonDisposed,
+		Effects: "the call is cancelled", Message: ReasonDisposed,
 		Carries: []Invariant{T4, T5}},
 
 	// A finished task ignores what races its end: a cancel after the
@@ -92,6 +103,10 @@ var Table = []Transition{
 	{From: Cancelled, Event: Returned, Guard: Always, To: Cancelled, Internal: true,
 		Effects: "the late answer is dropped", Carries: []Invariant{T1}},
 	{From: Cancelled, Event: Lost, Guard: Always, To: Cancelled, Internal: true,
+		Effects: "nothing to re-send", Carries: []Invariant{T1, T2}},
+	{From: Failed, Event: Returned, Guard: Always, To: Failed, Internal: true,
+		Effects: "the late answer of a call the task gave up on (TTL, dispose) is dropped", Carries: []Invariant{T1}},
+	{From: Failed, Event: Lost, Guard: Always, To: Failed, Internal: true,
 		Effects: "nothing to re-send", Carries: []Invariant{T1, T2}},
 }
 

@@ -12,7 +12,7 @@ import (
 func allFacts() []tasks.Facts {
 	var out []tasks.Facts
 	for i := 0; i < 8; i++ {
-		out = append(out, tasks.Facts{RPCError: i&1 != 0, ReplaySafe: i&2 != 0, Resent: i&4 != 0})
+		out = append(out, tasks.Facts{RPCError: i&1 != 0, TooLarge: i&2 != 0, Resending: i&4 != 0})
 	}
 	return out
 }
@@ -84,10 +84,10 @@ func TestTableEveryLiveStateEnds(t *testing.T) {
 	}
 }
 
-// TestTableLostNeverSilent is T2/T5 as data: a lost call that is not
-// replay-safe (or was already re-sent) fails with the outcome-unknown
-// reason from every live state; only a replay-safe first loss stays
-// working.
+// TestTableLostNeverSilent is T2/T5 as data: a lost call that Call does
+// not send again fails with the outcome-unknown reason from every live
+// state; only a call being re-sent stays working, and never one that
+// asked the host.
 func TestTableLostNeverSilent(t *testing.T) {
 	for _, s := range []tasks.State{tasks.Working, tasks.InputRequired} {
 		for _, f := range allFacts() {
@@ -95,15 +95,15 @@ func TestTableLostNeverSilent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			replay := s == tasks.Working && f.ReplaySafe && !f.Resent
+			replay := s == tasks.Working && f.Resending
 			if replay {
 				if r.To != tasks.Working {
 					t.Errorf("%s/lost %+v -> %s, want working (re-sent once)", s, f, r.To)
 				}
 				continue
 			}
-			if r.To != tasks.Failed || !strings.Contains(r.Reason, "outcome is unknown") {
-				t.Errorf("%s/lost %+v -> %s %q, want failed with the outcome-unknown reason", s, f, r.To, r.Reason)
+			if r.To != tasks.Failed || !strings.Contains(r.Message, "outcome is unknown") {
+				t.Errorf("%s/lost %+v -> %s %q, want failed with the outcome-unknown reason", s, f, r.To, r.Message)
 			}
 		}
 	}
