@@ -282,6 +282,9 @@ func (c *fastConn) serve(req *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
+	if c.s.tasks.wanted(ip, meta.ClientCapabilities) {
+		return false // a task, not a relayed call (tasks.go)
+	}
 	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
 	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
 		fr.trace = &mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}

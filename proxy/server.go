@@ -71,6 +71,8 @@ type Server struct {
 	// fast counts the fast path's calls (fast.go): served, and handed
 	// back to the SDK's server.
 	fast struct{ served, handedBack atomic.Uint64 }
+
+	tasks *taskFront // the tasks extension (tasks.go, docs/design.md §25)
 }
 
 // New returns a Server for cfg's servers. Nothing starts until a host's
@@ -101,13 +103,13 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.mu.roots = map[*mcp.ServerSession]*rootsState{}
 	s.health.Expect(serverNames(cfg))
 	s.srv = mcp.NewServer(impl, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{
+		Capabilities: withTasksExtension(&mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Logging:     &mcp.LoggingCapabilities{},
 			Completions: &mcp.CompletionCapabilities{},
-		},
+		}),
 		CompletionHandler:       s.complete,
 		SubscribeHandler:        s.subscribe,
 		UnsubscribeHandler:      s.unsubscribe,
@@ -123,6 +125,7 @@ func New(cfg *config.Config, opts Options) *Server {
 	rp.observe, rp.track = s.observeRequest, s.track
 	s.up, s.cat = newUpstream(rp), newCatalogMirror(rp)
 	s.srv.AddReceivingMiddleware(s.middleware)
+	s.setupTasks()
 	return s
 }
 

@@ -74,9 +74,6 @@ var (
 	ErrTooMany = errors.New("too many tasks")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("task engine closed")
-	// ErrNoSuchInput: tasks/update named an input request the task does
-	// not have open.
-	ErrNoSuchInput = errors.New("no such input request")
 )
 
 // LimitError names the bound a new task would pass.
@@ -389,7 +386,8 @@ func (e *Engine) Cancel(ctx context.Context, owner, id string) (Record, error) {
 }
 
 // Update delivers the host's answers to a task's open input requests
-// (tasks/update); when none is left open the task works again.
+// (tasks/update); when none is left open the task works again. Answers
+// to requests that are not open are dropped, as the extension acks them.
 func (e *Engine) Update(owner, id string, responses map[string]json.RawMessage) (Record, error) {
 	e.mu.Lock()
 	t := e.live[id]
@@ -397,13 +395,10 @@ func (e *Engine) Update(owner, id string, responses map[string]json.RawMessage) 
 		e.mu.Unlock()
 		return Record{}, ErrNotFound
 	}
-	for key := range responses {
-		if _, ok := t.inputs[key]; !ok {
-			e.mu.Unlock()
-			return Record{}, fmt.Errorf("tasks: task %q: input %q: %w", id, key, ErrNoSuchInput)
-		}
-	}
 	for key, v := range responses {
+		if _, ok := t.inputs[key]; !ok {
+			continue // an answer to nothing open (answered already, or never asked) is dropped
+		}
 		t.inputs[key] <- v
 		delete(t.inputs, key)
 		delete(t.rec.InputRequests, key)
@@ -416,6 +411,23 @@ func (e *Engine) Update(owner, id string, responses map[string]json.RawMessage) 
 		return e.Get(context.Background(), owner, id)
 	}
 	return rec, nil
+}
+
+// Forget drops a finished task at once: the front answered its call
+// inline (within the grace period), so no host will ask for it.
+func (e *Engine) Forget(id string) {
+	e.mu.Lock()
+	k := e.kept[id]
+	if k != nil {
+		delete(e.kept, id)
+		e.keptBytes -= k.bytes
+	}
+	e.mu.Unlock()
+	if k != nil {
+		if err := e.o.Store.Delete(context.Background(), id); err != nil {
+			e.o.Logger.Warn("tasks: forgetting a task", slog.String("task", id), slog.Any("err", err))
+		}
+	}
 }
 
 // Done returns a channel closed when the task of id ends, or nil for a
