@@ -33,6 +33,7 @@ type serving struct {
 	listen    listenOpts
 	initWait  time.Duration       // unless opts say
 	cache     *catalogcache.Cache // nil: --no-cache
+	cacheDir  string              // the cache's directory ("" with --no-cache)
 }
 
 // serve runs sv on the process's stdin and stdout with its signals:
@@ -90,10 +91,12 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	// mcpkeep's own start, not from the host's first request.
 	opts.InitWaitFrom = processStart
 	opts.Pool.Cache = sv.cache
+	sv.taskStore(&opts)                 // finished tasks on disk (docs/design.md §25)
 	defer startTracing(&opts, sv.log)() // docs/design.md §27
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
 	m.CountAmbiguous(srv.HostAmbiguous)
+	m.CountTasks(srv.Tasks)
 	poolOf := func() *mcpkeep.Pool { p, _ := srv.Pool(); return p }
 
 	ctx, cancel := context.WithCancel(context.Background())
