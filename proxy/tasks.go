@@ -57,6 +57,7 @@ func (s *Server) setupTasks() {
 	}
 	f := &taskFront{s: s, e: e}
 	s.tasks = f
+	s.health.tasks = f.byName
 	mcp.AddReceivingCustomMethod(s.srv, "tasks/get", f.get)
 	mcp.AddReceivingCustomMethod(s.srv, "tasks/update", f.update)
 	mcp.AddReceivingCustomMethod(s.srv, "tasks/cancel", f.cancel)
@@ -319,6 +320,15 @@ func (f *taskFront) close(ctx context.Context) error {
 		return nil
 	}
 	return f.e.Close(ctx)
+}
+
+// byName is Counts keyed by the states' names (/readyz).
+func (f *taskFront) byName() map[string]int {
+	out := map[string]int{}
+	for st, n := range f.e.Counts() {
+		out[st.String()] = n
+	}
+	return out
 }
 
 // Tasks returns the tasks by state, working and kept (mcpkeep status,

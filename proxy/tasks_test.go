@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,24 @@ func TestTasksOptInAndModes(t *testing.T) {
 		if !c.task && res["content"] == nil {
 			t.Errorf("%s: no content in the inline answer: %s", c.name, resultText(res))
 		}
+	}
+}
+
+// TestTasksInReadyz: /readyz counts the tasks by state.
+func TestTasksInReadyz(t *testing.T) {
+	r, h := taskRig(t)
+	_, res := callTool(t, h, "a__hang", map[string]any{}, true)
+	if res["resultType"] != "task" {
+		t.Fatalf("no task: %s", resultText(res))
+	}
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/readyz", nil)
+	w := httptest.NewRecorder()
+	r.srv.Health().Handler(r.srv.getPool, "").ServeHTTP(w, req)
+	var rep Readiness
+	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Tasks["working"] != 1 || rep.Tasks["completed"] != 0 {
+		t.Fatalf("/readyz tasks %v, want working 1: %s", rep.Tasks, w.Body.String())
 	}
 }

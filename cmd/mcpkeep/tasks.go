@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/mcpkeep/mcpkeep/tasks"
@@ -24,4 +27,18 @@ func (sv *serving) taskStore(opts *proxy.Options) {
 		return
 	}
 	opts.Tasks.Store = st
+}
+
+// printTasks is `mcpkeep status`'s line of tasks by state, in the
+// table's order, states with none left out; nothing without tasks.
+func printTasks(w io.Writer, counts map[string]int) {
+	var parts []string
+	for _, s := range tasks.States {
+		if n := counts[s.String()]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", s, n))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "tasks: %s\n", strings.Join(parts, ", "))
+	}
 }
