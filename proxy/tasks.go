@@ -178,6 +178,7 @@ func (f *taskFront) runner(public string, args json.RawMessage, caps *mcp.Client
 			return nil, errors.New("mcpkeep: no servers yet")
 		}
 		ctx = mcpkeep.WithReplayNotice(mcpkeep.WithHostCapabilities(ctx, caps), h.Resending)
+		ctx = withCarrier(ctx, via{task: &taskCarrier{hooks: h, caps: caps}})
 		ctx, done := f.s.track(ctx)
 		defer done()
 		start := time.Now()

@@ -39,6 +39,7 @@ func modern(t *testing.T, h http.Handler, method, name string, params map[string
 	caps := map[string]any{}
 	if optIn {
 		caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
+		caps["sampling"] = map[string]any{}
 	}
 	params["_meta"] = map[string]any{
 		mcp.MetaKeyProtocolVersion:                   "2026-07-28",
@@ -193,5 +194,46 @@ func TestTasksInReadyz(t *testing.T) {
 	}
 	if rep.Tasks["working"] != 1 || rep.Tasks["completed"] != 0 {
 		t.Fatalf("/readyz tasks %v, want working 1: %s", rep.Tasks, w.Body.String())
+	}
+}
+
+// TestTasksInputRequest: a server's sampling request during a task's
+// call becomes an input request of the task; the host's tasks/update
+// answer reaches the server and the task completes with its result.
+func TestTasksInputRequest(t *testing.T) {
+	_, h := taskRig(t)
+	_, res := callTool(t, h, "a__sample", map[string]any{}, true)
+	id, _ := res["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task: %s", resultText(res))
+	}
+	var got map[string]any
+	deadline := time.Now().Add(testDeadline)
+	for {
+		_, got = taskGet(t, h, id)
+		if got["status"] != "working" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // a host's poll interval
+	}
+	reqs, _ := got["inputRequests"].(map[string]any)
+	if got["status"] != "input_required" || len(reqs) != 1 {
+		t.Fatalf("task: %s", resultText(got))
+	}
+	var key string
+	for k, v := range reqs {
+		key = k
+		if m, _ := v.(map[string]any); m["method"] != "sampling/createMessage" {
+			t.Fatalf("input request %s: %v", k, v)
+		}
+	}
+	answer := map[string]any{key: map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "yes"}}}
+	jcode, ack := modern(t, h, "tasks/update", id, map[string]any{"taskId": id, "inputResponses": answer}, true)
+	if jcode != 0 || ack["resultType"] != "complete" {
+		t.Fatalf("update: %d %s", jcode, resultText(ack))
+	}
+	done := pollTask(t, h, id)
+	if done["status"] != "completed" || !strings.Contains(resultText(done), "sampled: yes") {
+		t.Fatalf("after the answer: %s", resultText(done))
 	}
 }
