@@ -237,3 +237,13 @@ func TestTasksInputRequest(t *testing.T) {
 		t.Fatalf("after the answer: %s", resultText(done))
 	}
 }
+
+// TestTasksAdvertisedWhenMirrored: `mcpkeep run` mirrors its server's
+// capabilities, and still advertises mcpkeep's tasks extension.
+func TestTasksAdvertisedWhenMirrored(t *testing.T) {
+	for _, c := range []*mcp.ServerCapabilities{nil, {Logging: &mcp.LoggingCapabilities{}}} {
+		if _, ok := mirroredCaps(c).Extensions[tasksExtension]; !ok {
+			t.Errorf("mirroredCaps(%+v) lacks %s", c, tasksExtension)
+		}
+	}
+}
