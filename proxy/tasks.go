@@ -46,6 +46,11 @@ func (s *Server) setupTasks() {
 	if o.Logger == nil {
 		o.Logger = s.log
 	}
+	if o.MaxPerOwner == 0 {
+		// The front has no host identity today (every task's owner is
+		// ""), so a per-host bound would be a second, smaller total.
+		o.MaxPerOwner = max(o.MaxTotal, tasks.DefaultMaxTotal)
+	}
 	o.IsLost = func(err error) bool { return errors.Is(err, mcpkeep.ErrConnectionLost) }
 	o.RPCError = taskRPCError
 	e, err := tasks.New(o)
