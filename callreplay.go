@@ -26,6 +26,7 @@ func (s *Supervisor) mayReplay(ctx context.Context, g *generation, tool string, 
 		return false
 	}
 	traceOf(ctx).lost(s.opts.Name, err) // docs/design.md §27
+	noticeReplay(ctx)                   // a task stays working (§25)
 	return true
 }
 

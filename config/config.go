@@ -133,6 +133,8 @@ type Server struct {
 	// Probe is the HTTP health probe ("probeIntervalMs",
 	// "probeTimeoutMs", "probeFailures"); zero fields are the defaults.
 	Probe Probe
+	// Tasks is the tasks extension's policy ("tasks", docs/design.md §25).
+	Tasks Tasks
 }
 
 // Policy returns what the host may see of s, or nil when it sees
@@ -153,7 +155,7 @@ func (a Server) Equal(b Server) bool {
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&
 		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls &&
-		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.Probe == b.Probe
+		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.Probe == b.Probe && a.Tasks == b.Tasks
 }
 
 func equalStrings(a, b []string) bool {

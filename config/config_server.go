@@ -33,7 +33,7 @@ var hostKeys = map[string]string{
 
 // serverKeys are the keys mcpkeep reads in a server block.
 const serverKeys = "command, args, env, inheritEnv, cwd, url, headers, oauth, type, reconnect, connectTimeoutMs, failOnStartupError, waitForReadyMs, " +
-	"tools, prompts, toolOverrides, replaySafeCalls, start, idleStopMs, eras, disabledTools, includeTools, excludeTools, disabled, " + probeKeys
+	"tools, prompts, toolOverrides, replaySafeCalls, tasks, start, idleStopMs, eras, disabledTools, includeTools, excludeTools, disabled, " + probeKeys
 
 // server parses one server block; ok is false when it had errors.
 func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
@@ -61,6 +61,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		hostTools                hostFilter
 		overrides                []overrideField
 		replaySafe               setting[bool]
+		taskPolicy               = DefaultTasks
 		lazy                     setting[bool]
 		idleStop                 setting[time.Duration]
 		probe                    probeFields
@@ -144,6 +145,8 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 		case "replaySafeCalls":
 			replaySafe.v, err = decodeBool(f)
 			replaySafe.path = f.path
+		case "tasks":
+			taskPolicy, err = decodeTasks(f)
 		default:
 			if ok, perr := probe.field(f); ok {
 				err = perr
@@ -232,6 +235,7 @@ func (p *parser) server(m member, d defaults) (sc Server, disabled, ok bool) {
 	}
 	sc.Lazy = lazy.or(d.lazy).v
 	sc.IdleStop = idleStop.or(d.idleStop).v
+	sc.Tasks = taskPolicy
 	var perrs []error
 	sc.Probe, perrs = probe.resolve(sc.Transport) // config_probe.go
 	for _, err := range perrs {

@@ -35,6 +35,8 @@ type Health struct {
 	// twins lists the era twins (twin.go, docs/design.md §24): shown,
 	// never deciding the process's readiness. nil: none.
 	twins func() []mcpkeep.Snapshot
+	// tasks counts the proxy's tasks for /readyz (set once by New).
+	tasks func() map[string]int
 }
 
 // NewHealth returns a Health that has seen nothing yet.
@@ -82,6 +84,9 @@ type Readiness struct {
 	// Reason says why not ready ("" when ready).
 	Reason  string         `json:"reason,omitempty"`
 	Servers []ServerStatus `json:"servers"`
+	// Tasks counts the tasks kept, by state (docs/design.md §25); absent
+	// when the proxy keeps none.
+	Tasks map[string]int `json:"tasks,omitempty"`
 }
 
 // ServerStatus is one server's line of /readyz, from its Snapshot.
@@ -214,6 +219,9 @@ func (h *Health) Handler(pool func() *mcpkeep.Pool, token string) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		rep := h.Readiness(pool())
+		if h.tasks != nil {
+			rep.Tasks = h.tasks()
+		}
 		if !localRequest(r) && !carriesToken(r, token) {
 			for i := range rep.Servers {
 				rep.Servers[i].LastError = ""

@@ -87,6 +87,7 @@ type via struct {
 	session *mcp.ServerSession
 	ctx     context.Context
 	bridge  *bridge
+	task    *taskCarrier // a task's call (tasks_input.go)
 }
 
 // withCarrier marks ctx as carried by v; a legacy session's request is
@@ -174,6 +175,9 @@ func (h *hostLink) route(ctx context.Context, a hostAsk) (via, error) {
 				cands = append(cands, v)
 			}
 		}
+	}
+	if v, ok, err := routeTask(cands, a); ok {
+		return v, err // a task's call carries it (docs/design.md §25)
 	}
 	// A session that ended (its host went away mid-call, its handler not
 	// yet returned) carries nothing and makes nothing ambiguous.
@@ -287,6 +291,9 @@ func (h *hostLink) createMessage(ctx context.Context, server string, p *mcp.Crea
 	if err != nil {
 		return nil, err
 	}
+	if v.task != nil {
+		return askTask[mcp.CreateMessageResult](ctx, v, "sampling/createMessage", p)
+	}
 	if v.bridge == nil {
 		ctx, cancel := v.send(ctx)
 		defer cancel()
@@ -314,6 +321,9 @@ func (h *hostLink) elicit(ctx context.Context, server string, p *mcp.ElicitParam
 	if err != nil {
 		return nil, err
 	}
+	if v.task != nil {
+		return askTask[mcp.ElicitResult](ctx, v, "elicitation/create", p)
+	}
 	if v.bridge == nil {
 		ctx, cancel := v.send(ctx)
 		defer cancel()
@@ -333,6 +343,9 @@ func (h *hostLink) listRoots(ctx context.Context, server string) (*mcp.ListRoots
 	v, err := h.route(ctx, askRoots)
 	if err != nil {
 		return nil, err
+	}
+	if v.task != nil {
+		return askTask[mcp.ListRootsResult](ctx, v, "roots/list", &mcp.ListRootsParams{})
 	}
 	if v.bridge == nil {
 		ctx, cancel := v.send(ctx)

@@ -43,9 +43,10 @@ func mirror(pool *mcpkeep.Pool, server string, res mcp.Result) {
 
 // mirroredCaps is the server's capabilities as the host sees them through
 // mcpkeep: every list may change (servers restart with other lists), and
-// tasks are not passed on.
+// the server's own tasks are not passed on: mcpkeep's tasks extension is
+// advertised instead (docs/design.md §25).
 func mirroredCaps(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
-	out := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	out := withTasksExtension(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}})
 	if c == nil {
 		return out
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -62,6 +63,11 @@ type Options struct {
 	// (docs/design.md §27); nil traces nothing (a host's trace context
 	// still reaches the server).
 	Tracer mcpkeep.Tracer
+	// Tasks configure the task engine behind the tasks extension
+	// (docs/design.md §25): its Store (nil keeps finished tasks in
+	// memory; the command gives a tasks.DiskStore under the cache
+	// directory), bounds and TTLs. IsLost and RPCError are the proxy's.
+	Tasks tasks.Options
 }
 
 // Defaults of Options.

@@ -72,7 +72,8 @@ type Server struct {
 	// back to the SDK's server.
 	fast struct{ served, handedBack atomic.Uint64 }
 
-	twins twins // 2026-07-28 hosts' twin processes (twin.go, docs/design.md §24)
+	twins twins      // 2026-07-28 hosts' twin processes (twin.go, docs/design.md §24)
+	tasks *taskFront // the tasks extension (tasks.go, docs/design.md §25)
 }
 
 // New returns a Server for cfg's servers. Nothing starts until a host's
@@ -103,13 +104,13 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.mu.roots = map[*mcp.ServerSession]*rootsState{}
 	s.health.Expect(serverNames(cfg))
 	s.srv = mcp.NewServer(impl, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{
+		Capabilities: withTasksExtension(&mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Logging:     &mcp.LoggingCapabilities{},
 			Completions: &mcp.CompletionCapabilities{},
-		},
+		}),
 		CompletionHandler:       s.complete,
 		SubscribeHandler:        s.subscribe,
 		UnsubscribeHandler:      s.unsubscribe,
@@ -129,6 +130,7 @@ func New(cfg *config.Config, opts Options) *Server {
 	s.twins.log, s.twins.base, s.twins.turn, s.up.twins = log, s.ctx, make(chan struct{}, 1), &s.twins
 	s.health.twins = s.twins.states
 	s.srv.AddReceivingMiddleware(s.middleware)
+	s.setupTasks()
 	return s
 }
 

@@ -23,11 +23,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	t.Stop()
-	s.cancel() // cancels calls in flight and the first apply
+	taskErr := s.tasks.close(ctx) // tasks working end failed, kept (§25)
+	s.cancel()                    // cancels calls in flight and the first apply
 	s.closeSessions(ctx)
 	s.host.outboxes.close(ctx)
 	s.host.updates.close(ctx)
-	var err error
+	err := taskErr
 	if pool, ok := s.Pool(); ok {
 		err = pool.Dispose(ctx)
 		select {

@@ -34,6 +34,7 @@ type serving struct {
 	initWait  time.Duration       // unless opts say
 	cache     *catalogcache.Cache // nil: --no-cache
 	replicas  replicaOpts         // --store and the rest (replicaflags.go)
+	cacheDir  string              // the cache's directory ("" with --no-cache)
 }
 
 // serve runs sv on the process's stdin and stdout with its signals:
@@ -91,6 +92,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	// mcpkeep's own start, not from the host's first request.
 	opts.InitWaitFrom = processStart
 	opts.Pool.Cache = sv.cache
+	sv.taskStore(&opts)                 // finished tasks on disk (docs/design.md §25)
 	defer startTracing(&opts, sv.log)() // docs/design.md §27
 	if sv.replicas.key != nil {
 		opts.StateKey = sv.replicas.key
@@ -107,6 +109,7 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
 	m.CountAmbiguous(srv.HostAmbiguous)
+	m.CountTasks(srv.Tasks)
 	poolOf := func() *mcpkeep.Pool { p, _ := srv.Pool(); return p }
 
 	ctx, cancel := context.WithCancel(context.Background())

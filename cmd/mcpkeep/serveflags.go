@@ -61,7 +61,7 @@ func (s *serveFlags) serving(stderr io.Writer) (*serving, error) {
 			}
 		}
 		if dir != "" {
-			sv.cache = catalogcache.New(dir)
+			sv.cache, sv.cacheDir = catalogcache.New(dir), dir
 		}
 	}
 	return sv, nil

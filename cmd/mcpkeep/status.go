@@ -74,6 +74,7 @@ func fetchReadiness(addr string) (proxy.Readiness, error) {
 		Ready   *bool                 `json:"ready"`
 		Reason  string                `json:"reason"`
 		Servers *[]proxy.ServerStatus `json:"servers"`
+		Tasks   map[string]int        `json:"tasks"`
 	}
 	notOurs := func(why string) error {
 		return fmt.Errorf("%s: %s (%s): not the answer of an mcpkeep /readyz", url, why, resp.Status)
@@ -90,7 +91,7 @@ func fetchReadiness(addr string) (proxy.Readiness, error) {
 	if *raw.Ready != (resp.StatusCode == http.StatusOK) {
 		return proxy.Readiness{}, notOurs("ready disagrees with the status")
 	}
-	return proxy.Readiness{Ready: *raw.Ready, Reason: raw.Reason, Servers: *raw.Servers}, nil
+	return proxy.Readiness{Ready: *raw.Ready, Reason: raw.Reason, Servers: *raw.Servers, Tasks: raw.Tasks}, nil
 }
 
 // printStatus writes the table (SERVER STATE ATTEMPT NEXT-RETRY
@@ -107,6 +108,7 @@ func printStatus(w io.Writer, rep proxy.Readiness) {
 			orDash(s.NextRetry), orDash(s.LastError))
 	}
 	_ = tw.Flush()
+	printTasks(w, rep.Tasks)
 	if rep.Ready {
 		fmt.Fprintln(w, "ready")
 		return

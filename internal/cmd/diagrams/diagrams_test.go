@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tasks"
 )
 
 // TestSVGDeterministic: the wasm renderer gives identical bytes each time,
@@ -52,6 +53,24 @@ func checkSVG(t *testing.T, svg []byte) {
 	}
 }
 
+// checkTasksSVG: a node for every task state and an edge for every
+// tasks.Table row plus the initial arrow (docs/design.md §25).
+func checkTasksSVG(t *testing.T, svg []byte) {
+	t.Helper()
+	s := string(svg)
+	if !strings.HasPrefix(s, "<?xml") || !strings.HasSuffix(strings.TrimSpace(s), "</svg>") {
+		t.Fatalf("not an SVG document: %.200q", s)
+	}
+	for _, st := range tasks.States {
+		if !strings.Contains(s, "<title>"+st.String()+"</title>") {
+			t.Errorf("tasks SVG has no node %q", st)
+		}
+	}
+	if got := strings.Count(s, `class="edge"`); got != len(tasks.Table)+1 {
+		t.Errorf("tasks SVG has %d edges, want %d", got, len(tasks.Table)+1)
+	}
+}
+
 // TestRunWritesEveryRendering: -o DIR (created) gets the three files,
 // -readme FILE gets its mermaid block replaced and keeps the rest.
 func TestRunWritesEveryRendering(t *testing.T) {
@@ -80,8 +99,15 @@ func TestRunWritesEveryRendering(t *testing.T) {
 		t.Error("lifecycle.mmd differs from fsm.Mermaid()")
 	}
 	checkSVG(t, []byte(read(filepath.Join(dir, "lifecycle.svg"))))
-	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
-		t.Errorf("%d files written, want 3", len(entries))
+	if read(filepath.Join(dir, "tasks.dot")) != tasks.DOT() {
+		t.Error("tasks.dot differs from tasks.DOT()")
+	}
+	if read(filepath.Join(dir, "tasks.mmd")) != tasks.Mermaid() {
+		t.Error("tasks.mmd differs from tasks.Mermaid()")
+	}
+	checkTasksSVG(t, []byte(read(filepath.Join(dir, "tasks.svg"))))
+	if entries, _ := os.ReadDir(dir); len(entries) != 6 {
+		t.Errorf("%d files written, want 6", len(entries))
 	}
 	want := "# t\n\nintro\n\n```mermaid\n" + fsm.Mermaid() + "```\n\nafter\n"
 	if got := read(readme); got != want {

@@ -20,7 +20,7 @@ const root = "../../.."
 
 // TestCommittedRenderingsMatchDeclaration is the project's one drift check:
 // diagrams/ must hold exactly what this command renders from fsm.Table
-// (DOT, Mermaid and SVG, compared byte for byte), the live page's embedded
+// and tasks.Table (DOT, Mermaid and SVG, compared byte for byte), the live page's embedded
 // chart (proxy/ui/lifecycle.svg) that same SVG, and README.md's mermaid
 // block that same Mermaid. After an intended change to the table:
 // make diagram (or go test ./internal/cmd/diagrams -update).

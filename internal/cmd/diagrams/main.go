@@ -1,6 +1,7 @@
 // Command diagrams regenerates every committed rendering of the declared
 // lifecycle (fsm.Table): lifecycle.dot, lifecycle.mmd and lifecycle.svg in a
-// directory, with -readme the mermaid block of README.md, and with -page
+// directory, and of the task table (tasks.Table): tasks.dot, tasks.mmd and
+// tasks.svg beside them, with -readme the mermaid block of README.md, and with -page
 // the live page's copy of the SVG (docs/design.md §28: proxy embeds it).
 // `make diagram` runs it from the repository root:
 //
@@ -27,6 +28,7 @@ import (
 	"github.com/goccy/go-graphviz"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tasks"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
@@ -38,8 +40,8 @@ func run(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: go run ./internal/cmd/diagrams [-o DIR] [-readme FILE] [-page FILE]\n\n"+
-			"Writes lifecycle.dot, lifecycle.mmd and lifecycle.svg, rendered from fsm.Table,\n"+
-			"into DIR; with -readme, also rewrites FILE's mermaid block (the file must\n"+
+			"Writes lifecycle.{dot,mmd,svg}, rendered from fsm.Table, and tasks.{dot,mmd,svg},\n"+
+			"rendered from tasks.Table, into DIR; with -readme, also rewrites FILE's mermaid block (the file must\n"+
 			"hold exactly one); with -page, also writes the SVG to FILE. `make diagram`\n"+
 			"passes -o diagrams -readme README.md -page proxy/ui/lifecycle.svg.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -74,19 +76,25 @@ type rendering struct {
 	data []byte
 }
 
-// renderings returns the lifecycle in every committed form, in the order
-// they are written.
+// renderings returns the lifecycle and the task table (tasks.Table,
+// docs/design.md §25) in every committed form, in the order they are
+// written.
 func renderings() ([]rendering, error) {
-	dot := fsm.DOT()
-	svg, err := renderSVG(dot)
-	if err != nil {
-		return nil, fmt.Errorf("lifecycle.svg: %w", err)
+	var out []rendering
+	for _, d := range []struct{ name, dot, mmd string }{
+		{"lifecycle", fsm.DOT(), fsm.Mermaid()},
+		{"tasks", tasks.DOT(), tasks.Mermaid()},
+	} {
+		svg, err := renderSVG(d.dot)
+		if err != nil {
+			return nil, fmt.Errorf("%s.svg: %w", d.name, err)
+		}
+		out = append(out,
+			rendering{d.name + ".dot", []byte(d.dot)},
+			rendering{d.name + ".mmd", []byte(d.mmd)},
+			rendering{d.name + ".svg", svg})
 	}
-	return []rendering{
-		{"lifecycle.dot", []byte(dot)},
-		{"lifecycle.mmd", []byte(fsm.Mermaid())},
-		{"lifecycle.svg", svg},
-	}, nil
+	return out, nil
 }
 
 // write renders into dir (created if missing), unless page is empty
@@ -174,7 +182,7 @@ func withMermaid(md []byte, mmd string) ([]byte, error) {
 // renderSVG lays out dot with Graphviz compiled to WebAssembly, so the
 // output is the same on every machine (TestSVGDeterministic checks it
 // within a process, the drift test against the committed file). It is
-// only ever given fsm.DOT(): after one DOT syntax error, go-graphviz
+// only ever given fsm.DOT() and tasks.DOT(): after one DOT syntax error, go-graphviz
 // v0.2.10 fails every later parse in the process.
 func renderSVG(dot string) (_ []byte, err error) {
 	ctx := context.Background()

@@ -1,0 +1,348 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/tasks"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tasks at the front (docs/design.md §25). The proxy advertises the
+// tasks extension and keeps tasks itself for every tool of every server
+// (tasks.Engine): a host that declared the extension on a tools/call
+// (its request's clientCapabilities on 2026-07-28, its initialize's on a
+// session) gets a task for it as the server's "tasks" policy says, and
+// then tasks/get, tasks/update and tasks/cancel. The task's call runs
+// detached from the host's request through Pool.CallRaw, so a lost
+// server is Call's business (§21): a replay-safe call is re-sent on the
+// next generation and the task stays working; any other fails with the
+// outcome-unknown reason. A host that did not opt in is answered as
+// before: never a task it cannot read.
+
+// tasksExtension is the extension's name in capabilities.extensions.
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// taskFront is the proxy's side of the extension.
+type taskFront struct {
+	s *Server
+	e *tasks.Engine
+}
+
+// setupTasks makes the engine and registers the extension's methods and
+// the tools/call middleware on the front (called by New, after the
+// front's own middleware, so a host's first request still starts the
+// servers first).
+func (s *Server) setupTasks() {
+	o := s.opts.Tasks
+	if o.Logger == nil {
+		o.Logger = s.log
+	}
+	if o.MaxPerOwner == 0 {
+		// The front has no host identity today (every task's owner is
+		// ""), so a per-host bound would be a second, smaller total.
+		o.MaxPerOwner = max(o.MaxTotal, tasks.DefaultMaxTotal)
+	}
+	o.IsLost = func(err error) bool { return errors.Is(err, mcpkeep.ErrConnectionLost) }
+	o.RPCError = taskRPCError
+	e, err := tasks.New(o)
+	if err != nil {
+		// Options come from the command's own defaults; a library user's
+		// bad options leave the proxy without tasks, loudly.
+		s.log.Error("tasks disabled", slog.Any("err", err))
+		return
+	}
+	f := &taskFront{s: s, e: e}
+	s.tasks = f
+	s.health.tasks = f.byName
+	mcp.AddReceivingCustomMethod(s.srv, "tasks/get", f.get)
+	mcp.AddReceivingCustomMethod(s.srv, "tasks/update", f.update)
+	mcp.AddReceivingCustomMethod(s.srv, "tasks/cancel", f.cancel)
+	s.srv.AddReceivingMiddleware(f.middleware)
+}
+
+// withTasksExtension advertises the extension (server/discover and
+// initialize).
+func withTasksExtension(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+	c.AddExtension(tasksExtension, map[string]any{})
+	return c
+}
+
+// optedIn reports whether the request declared the extension: its own
+// clientCapabilities on 2026-07-28, else its session's initialize.
+func optedIn(caps *mcp.ClientCapabilities) bool {
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[tasksExtension]
+	return ok
+}
+
+// wanted reports whether a fast-path candidate opted in to tasks: on its
+// session's initialize, or in its request's clientCapabilities (raw, on
+// 2026-07-28). Then it takes the typed path, where the middleware is.
+func (f *taskFront) wanted(ip *mcp.InitializeParams, rawCaps json.RawMessage) bool {
+	return f != nil && (optedIn(ip.Capabilities) || bytes.Contains(rawCaps, []byte(`"`+tasksExtension+`"`)))
+}
+
+// policy is server's "tasks" policy; a server configured without one
+// (`mcpkeep run` builds its config.Server itself) takes the default.
+func (s *Server) taskPolicy(server string) config.Tasks {
+	s.mu.Lock()
+	cfg := s.mu.cfg
+	s.mu.Unlock()
+	if cfg != nil {
+		for _, sc := range cfg.Servers {
+			if sc.Name == server && sc.Tasks.Mode != "" {
+				return sc.Tasks
+			}
+		}
+	}
+	return config.DefaultTasks
+}
+
+// middleware answers an opted-in tools/call with a task.
+func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || r.Params == nil || r.Params.RequestState != "" || !optedIn(r.ClientCapabilities()) {
+			return next(ctx, method, req)
+		}
+		server, exposed := f.s.up.exposedBy(r.Params.Name)
+		if !exposed {
+			return next(ctx, method, req) // the unknown-tool answer, as before
+		}
+		pol := f.s.taskPolicy(server)
+		if pol.Mode == config.TasksNever {
+			return next(ctx, method, req)
+		}
+		rec, err := f.e.Create(tasks.Spec{Server: server, Tool: r.Params.Name, TTL: pol.TTL,
+			Ctx: mcpkeep.TraceFrom(context.Background(), ctx),
+			Run: f.runner(r.Params.Name, r.Params.Arguments, r.ClientCapabilities(), requestLevel(req))})
+		if err != nil {
+			return nil, taskRefused(err)
+		}
+		if pol.Mode == config.TasksAuto {
+			if res, err, ok := f.within(ctx, rec.ID, pol.Grace); ok {
+				return res, err
+			}
+		}
+		return createResult(rec), nil
+	}
+}
+
+// within waits up to grace for the task to end; if it did, the call is
+// answered as a call and the task forgotten.
+func (f *taskFront) within(ctx context.Context, id string, grace time.Duration) (mcp.Result, error, bool) {
+	if done := f.e.Done(id); done != nil {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			return nil, nil, false
+		case <-ctx.Done():
+			return nil, nil, false
+		}
+	}
+	rec, err := f.e.Get(context.Background(), "", id)
+	if err != nil || !rec.Status.Terminal() {
+		return nil, nil, false
+	}
+	f.e.Forget(id)
+	switch {
+	case rec.Status == tasks.Completed:
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(rec.Result, &res); err != nil {
+			return nil, fmt.Errorf("mcpkeep: the tool's result: %w", err), true
+		}
+		return &res, nil, true
+	case rec.Error != nil && rec.StatusMessage == "":
+		return nil, &jsonrpc.Error{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}, true
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpkeep: " + rec.StatusMessage}}}, nil, true
+}
+
+// runner is a task's call: Pool.CallRaw on a context of its own, told
+// the host's capabilities of the creating request, hearing Call's replay.
+// Failures of the connection other than a loss become tool results with
+// isError, as for a call (upstream.result); a loss is the engine's to
+// judge; a server's JSON-RPC error fails the task with it.
+func (f *taskFront) runner(public string, args json.RawMessage, caps *mcp.ClientCapabilities, level mcp.LoggingLevel) tasks.Runner {
+	return func(ctx context.Context, h tasks.Hooks) (json.RawMessage, error) {
+		pool := f.s.getPool()
+		if pool == nil {
+			return nil, errors.New("mcpkeep: no servers yet")
+		}
+		ctx = mcpkeep.WithReplayNotice(mcpkeep.WithHostCapabilities(ctx, caps), h.Resending)
+		ctx = withCarrier(ctx, via{task: &taskCarrier{hooks: h, caps: caps}})
+		ctx, done := f.s.track(ctx)
+		defer done()
+		start := time.Now()
+		raw, err := pool.CallRaw(ctx, public, args, &mcpkeep.CallOptions{LogLevel: level})
+		f.s.observeRequest(f.s.up.serverOf(public), "tools/call", start, err)
+		var wire *jsonrpc.Error
+		if err == nil || errors.Is(err, mcpkeep.ErrConnectionLost) || errors.As(err, &wire) || ctx.Err() != nil {
+			return raw, err
+		}
+		return json.Marshal(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(pool, err)}}})
+	}
+}
+
+// taskRPCError keeps a server's JSON-RPC error as the task's.
+func taskRPCError(err error) *tasks.RPCError {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return &tasks.RPCError{Code: wire.Code, Message: wire.Message, Data: wire.Data}
+	}
+	return &tasks.RPCError{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// taskRefused is a bound's answer: at once, never queued.
+func taskRefused(err error) error {
+	var le *tasks.LimitError
+	if errors.As(err, &le) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("mcpkeep: too many tasks (%s %d); try again when some have finished", le.Bound, le.Limit)}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpkeep: " + err.Error()}
+}
+
+// taskFields are the task's fields on the wire (ttlMs, pollIntervalMs:
+// integer milliseconds).
+type taskFields struct {
+	TaskID         string `json:"taskId"`
+	Status         string `json:"status"`
+	StatusMessage  string `json:"statusMessage,omitempty"`
+	CreatedAt      string `json:"createdAt"`
+	LastUpdatedAt  string `json:"lastUpdatedAt"`
+	TTLMs          int64  `json:"ttlMs"`
+	PollIntervalMs int64  `json:"pollIntervalMs,omitempty"`
+}
+
+func fieldsOf(rec tasks.Record) taskFields {
+	return taskFields{TaskID: rec.ID, Status: rec.Status.String(), StatusMessage: rec.StatusMessage,
+		CreatedAt: rec.CreatedAt.UTC().Format(time.RFC3339Nano), LastUpdatedAt: rec.UpdatedAt.UTC().Format(time.RFC3339Nano),
+		TTLMs: rec.TTLMs, PollIntervalMs: rec.PollIntervalMs}
+}
+
+// createTaskResult answers a tools/call with a task (resultType "task").
+type createTaskResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+	taskFields
+}
+
+func createResult(rec tasks.Record) *createTaskResult {
+	return &createTaskResult{ResultType: "task", taskFields: fieldsOf(rec)}
+}
+
+// detailedTask answers tasks/get: the task, with its result or error
+// inline once finished, and its open input requests.
+type detailedTask struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+	taskFields
+	Result        json.RawMessage            `json:"result,omitempty"`
+	Error         *tasks.RPCError            `json:"error,omitempty"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
+}
+
+// taskAck answers tasks/update and tasks/cancel: an empty result.
+type taskAck struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+type taskIDParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type taskUpdateParams struct {
+	mcp.ParamsBase
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+// unknownTask is the spec's answer to an unknown or expired id.
+func unknownTask(id string, err error) error {
+	if errors.Is(err, tasks.ErrNotFound) || errors.Is(err, tasks.ErrBadRecord) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpkeep: no task %q (unknown, or expired after its TTL)", id)}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpkeep: task " + id + ": " + err.Error()}
+}
+
+func needID(id string) error {
+	if id == "" {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpkeep: params.taskId is required"}
+	}
+	return nil
+}
+
+func (f *taskFront) get(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*detailedTask, error) {
+	if err := needID(p.TaskID); err != nil {
+		return nil, err
+	}
+	rec, err := f.e.Get(ctx, "", p.TaskID)
+	if err != nil {
+		return nil, unknownTask(p.TaskID, err)
+	}
+	return &detailedTask{ResultType: "complete", taskFields: fieldsOf(rec), Result: rec.Result, Error: rec.Error, InputRequests: rec.InputRequests}, nil
+}
+
+func (f *taskFront) update(ctx context.Context, _ *mcp.ServerSession, p *taskUpdateParams) (*taskAck, error) {
+	if err := needID(p.TaskID); err != nil {
+		return nil, err
+	}
+	if _, err := f.e.Update("", p.TaskID, p.InputResponses); err != nil {
+		return nil, unknownTask(p.TaskID, err)
+	}
+	return &taskAck{ResultType: "complete"}, nil
+}
+
+func (f *taskFront) cancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskAck, error) {
+	if err := needID(p.TaskID); err != nil {
+		return nil, err
+	}
+	if _, err := f.e.Cancel(ctx, "", p.TaskID); err != nil {
+		return nil, unknownTask(p.TaskID, err)
+	}
+	return &taskAck{ResultType: "complete"}, nil
+}
+
+// close ends the tasks still working (failed: mcpkeep stopped) and keeps
+// their records, before Shutdown cancels the calls in flight.
+func (f *taskFront) close(ctx context.Context) error {
+	if f == nil {
+		return nil
+	}
+	return f.e.Close(ctx)
+}
+
+// byName is Counts keyed by the states' names (/readyz).
+func (f *taskFront) byName() map[string]int {
+	out := map[string]int{}
+	for st, n := range f.e.Counts() {
+		out[st.String()] = n
+	}
+	return out
+}
+
+// Tasks returns the tasks by state, working and kept (mcpkeep status,
+// /readyz, /metrics; docs/design.md §25); nil when the proxy keeps no
+// tasks.
+func (s *Server) Tasks() map[tasks.State]int {
+	if s.tasks == nil {
+		return nil
+	}
+	return s.tasks.e.Counts()
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package tasks
+
+const noFollow = 0
