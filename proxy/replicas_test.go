@@ -46,14 +46,23 @@ var replicaKey = &[32]byte{7, 7, 7}
 // returns the balancer's URL.
 func twoReplicas(t *testing.T, noForward bool) (front string, a, b *rig, peers *peerMap) {
 	t.Helper()
+	return twoReplicasWith(t, noForward, Options{}, nil)
+}
+
+// twoReplicasWith is twoReplicas with base options and more keys for
+// server a.
+func twoReplicasWith(t *testing.T, noForward bool, base Options, extra map[string]map[string]any) (front string, a, b *rig, peers *peerMap) {
+	t.Helper()
 	peers = &peerMap{}
 	mk := func(id string) *rig {
 		names, err := replica.NewNames(id, replicaKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newRig(t, Options{StateKey: replicaKey,
-			Replicas: &Replicas{Names: names, Peers: peers, NoForward: noForward}}, "a")
+		o := base
+		o.StateKey = replicaKey
+		o.Replicas = &Replicas{Names: names, Peers: peers, NoForward: noForward}
+		return newRigWith(t, o, extra, "a")
 	}
 	a, b = mk("ra"), mk("rb")
 	var backends []*url.URL
@@ -244,9 +253,8 @@ func TestReplicasRouteTaskRequests(t *testing.T) {
 	if ca.Forwarded.Load() != 1 {
 		t.Fatalf("forwarded %d, want the task request sent to rb", ca.Forwarded.Load())
 	}
-	// Served here: no task engine on this branch, so the SDK's
-	// method-not-found (-32601).
-	if _, code, _ := post(t, a.h, taskGet("plain-task-id"), hdr); code != -32601 {
+	// Served here: the task engine knows no such task (-32602).
+	if _, code, _ := post(t, a.h, taskGet("plain-task-id"), hdr); code != -32602 {
 		t.Fatalf("plain task id: code %d", code)
 	}
 	post(t, a.h, taskGet(a.srv.opts.Replicas.Names.Name(replica.KindTask, "own")), hdr)
@@ -257,7 +265,7 @@ func TestReplicasRouteTaskRequests(t *testing.T) {
 	delete(peers.m, "rb")
 	peers.mu.Unlock()
 	_, code, body := post(t, a.h, taskGet(b.srv.opts.Replicas.Names.Name(replica.KindTask, "led+2")), hdr)
-	if ca.OwnerGone.Load() != 1 || ca.Forwarded.Load() != 1 || code != -32601 || strings.Contains(body, "is gone") {
+	if ca.OwnerGone.Load() != 1 || ca.Forwarded.Load() != 1 || code != -32602 || strings.Contains(body, "is gone") {
 		t.Fatalf("gone owner's task: forwarded %d, gone %d, %d %q; want served here", ca.Forwarded.Load(), ca.OwnerGone.Load(), code, body)
 	}
 }

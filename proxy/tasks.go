@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/replica"
 	"github.com/mcpkeep/mcpkeep/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +52,11 @@ func (s *Server) setupTasks() {
 		// The front has no host identity today (every task's owner is
 		// ""), so a per-host bound would be a second, smaller total.
 		o.MaxPerOwner = max(o.MaxTotal, tasks.DefaultMaxTotal)
+	}
+	if rp := s.opts.Replicas; rp != nil && o.NewID == nil {
+		// Owner-named (docs/design.md §26): a tasks/* request reaching
+		// another replica is forwarded here, where the task runs.
+		o.NewID = func() string { return rp.Names.Name(replica.KindTask, rand.Text()) }
 	}
 	o.IsLost = func(err error) bool { return errors.Is(err, mcpkeep.ErrConnectionLost) }
 	o.RPCError = taskRPCError

@@ -17,6 +17,8 @@ import (
 	"github.com/mcpkeep/mcpkeep/metrics"
 	"github.com/mcpkeep/mcpkeep/oauth"
 	"github.com/mcpkeep/mcpkeep/proxy"
+	"github.com/mcpkeep/mcpkeep/store"
+	"github.com/mcpkeep/mcpkeep/tasks"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -92,7 +94,6 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	// mcpkeep's own start, not from the host's first request.
 	opts.InitWaitFrom = processStart
 	opts.Pool.Cache = sv.cache
-	sv.taskStore(&opts)                 // finished tasks on disk (docs/design.md §25)
 	defer startTracing(&opts, sv.log)() // docs/design.md §27
 	if sv.replicas.key != nil {
 		opts.StateKey = sv.replicas.key
@@ -105,6 +106,11 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 	defer rr.close()
 	if rr != nil {
 		opts.Replicas = rr.rep
+		// Finished tasks in the shared store: any replica answers a
+		// poll, and a result outlives its replica (docs/design.md §26).
+		opts.Tasks.Store = &tasks.KVStore{KV: rr.st, NotFound: store.ErrNotFound}
+	} else {
+		sv.taskStore(&opts) // finished tasks on disk (docs/design.md §25)
 	}
 	srv := proxy.New(cfg, opts)
 	m.CountDropped(srv.HostDropped)
