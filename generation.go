@@ -371,12 +371,14 @@ func (g *generation) settle(ctx context.Context, server string, err error) (sent
 	if err == nil {
 		return true, nil
 	}
-	if !g.peerErrs && g.ctx.Err() == nil && errors.Unwrap(err) == io.EOF {
+	if !g.peerErrs && g.ctx.Err() == nil && errors.Unwrap(err) == io.EOF && !transportEnding(g.tg) {
 		// A connection the attempt could not wrap (Streamable HTTP): the
 		// SDK decodes an answer without a result to a bare io.EOF
 		// ("calling %q: EOF"), and its connection reads io.EOF only once
-		// closed, which comes after the generation ended. So this is the
-		// server's answer, not the connection's end (transport/answer.go).
+		// closed, which comes after the generation ended, or after the
+		// transport began to end itself (a sign-in refused, a failed
+		// probe: transportEnding). So this is the server's answer, not the
+		// connection's end (transport/answer.go).
 		err = fmt.Errorf("%w: %w", err, &transport.MalformedAnswerError{Reason: "it has no result (the SDK decoded an empty one)"})
 	}
 	if errors.Is(err, transport.ErrMalformedAnswer) {
@@ -400,6 +402,13 @@ func (g *generation) settle(ctx context.Context, server string, err error) (sent
 		}
 	}
 	return true, err
+}
+
+// transportEnding reports whether tg's transport began its own teardown
+// (transport/http_gen.go, Ending) before the generation ended.
+func transportEnding(tg transport.Generation) bool {
+	e, ok := tg.(interface{ Ending() bool })
+	return ok && e.Ending()
 }
 
 // addProgress registers a call's progress handler under a fresh token.

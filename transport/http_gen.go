@@ -153,6 +153,16 @@ func (g *httpGen) Exit() ExitInfo {
 	return ExitInfo{Status: g.lastErr, Cause: g.cause}
 }
 
+// Ending reports whether the generation's teardown started (it ended
+// itself, or was told to end): the SDK's connection may then read io.EOF
+// before the supervisor's generation has ended, and a request's bare EOF
+// is the connection's end, not the server's answer.
+func (g *httpGen) Ending() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ending || g.reason != ""
+}
+
 // Established implements SessionAware. A session that no event stream of
 // the SDK watches is probed: every sessionless one (2026-07-28, whose SDK
 // never reports a dead server), and a legacy session whose server offers
