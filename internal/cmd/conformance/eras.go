@@ -46,7 +46,7 @@ type eraColumn struct {
 }
 
 func (h *harness) eraColumns() []eraColumn {
-	return []eraColumn{
+	ecs := []eraColumn{
 		{id: "stateful", name: "direct, stateful", t: h.modeServer(false)},
 		{id: "stateless", name: "direct, stateless", t: h.modeServer(true)},
 		{id: "stdio", name: "run (stdio)", t: h.runStdio, refs: []int{0, 1}},
@@ -54,6 +54,12 @@ func (h *harness) eraColumns() []eraColumn {
 		{id: "url-stateless", name: "run --url, stateless", t: h.modeURL(true), refs: []int{1}},
 		{id: "proxy", name: "proxy --listen", t: h.proxy, refs: []int{0, 1}},
 	}
+	if h.withReplicas {
+		// Held to one replica alone, run (stdio) (replicas.go).
+		ecs = append(ecs, eraColumn{id: replicasColumnID, name: h.replicasName(), t: h.replicas,
+			refs: []int{slices.IndexFunc(ecs, func(ec eraColumn) bool { return ec.id == "stdio" })}})
+	}
+	return ecs
 }
 
 // A setRun is one requirement set's columns, server and client.
@@ -96,9 +102,13 @@ func runEras(ctx context.Context, h *harness, readme string) int {
 		wg.Go(func() { h.retryDirect(ctx, r) })
 	}
 	wg.Wait()
+	code := 0
+	if h.replicasErr != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %s: %v\n", h.replicasName(), h.replicasErr)
+		code = 1
+	}
 
 	var body strings.Builder
-	code := 0
 	for _, r := range runs {
 		rev := r.set.revision()
 		for i, c := range r.cols {

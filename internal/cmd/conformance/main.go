@@ -8,7 +8,10 @@
 // over Streamable HTTP, stateful and stateless, and through `mcpkeep run
 // -- server` (stdio), `mcpkeep run --url` in front of each mode and
 // `mcpkeep proxy --listen` with a config of that one server (behind a
-// shim that allows for the proxy's name prefix); see eras.go. Client
+// shim that allows for the proxy's name prefix); see eras.go. Where
+// redis-server and haproxy are on PATH (-replicas), a last column runs
+// both sets through haproxy in front of three `mcpkeep run --store`
+// replicas, held to `run -- server` (replicas.go). Client
 // scenarios run with the go-sdk's everything-client and with
 // internal/cmd/conformance-client, which acts through a Supervisor. It
 // fails on any scenario that passes directly and fails through mcpkeep,
@@ -39,6 +42,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpkeep/mcpkeep/internal/replicatest"
 )
 
 // Builds: the go-sdk's conformance programs come from the module cache at
@@ -64,6 +69,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the work directory (builds, logs, results)")
 	repeat := flag.Int("repeat", 1, "run the server scenarios this many times through each mcpkeep target; a scenario failing in any repetition fails")
 	jobs := flag.Int("jobs", 0, "columns and client scenarios run at once (0: as many as CPUs)")
+	reps := flag.String("replicas", replicasAuto, "the column of three replicas behind haproxy (redis-server and haproxy from PATH): auto (when both are there; "+replicatest.RequireEnv+"=1 makes it on), on, off, or control (forwarding off: what it prevents; expected to fail)")
 	flag.Parse()
 	if *suite == "" {
 		fmt.Fprintln(os.Stderr, "conformance: -suite is required")
@@ -77,12 +83,20 @@ func main() {
 		fmt.Fprintf(os.Stderr, "conformance: -jobs %d: want 0 (as many as CPUs) or more\n", *jobs)
 		os.Exit(2)
 	}
+	withReplicas, note, err := replicasWanted(*reps, os.Getenv(replicatest.RequireEnv) == "1", exec.LookPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(2)
+	}
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "conformance:", note)
+	}
 	if *jobs == 0 {
 		*jobs = runtime.NumCPU()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, *node, *suite, *readme, *keep, *repeat, *jobs))
+	os.Exit(run(ctx, *node, *suite, *readme, *keep, *repeat, *jobs, withReplicas, *reps == replicasControl))
 }
 
 // A harness holds the built programs and the work directory.
@@ -90,7 +104,10 @@ type harness struct {
 	node, suite, work string
 	server, client    string // the go-sdk's
 	mcpkeep, adapter  string
-	repeat            int // runs of the server scenarios through each mcpkeep target
+	repeat            int   // runs of the server scenarios through each mcpkeep target
+	withReplicas      bool  // the replicas column (replicas.go)
+	replicasControl   bool  // with forwarding off (-replicas control)
+	replicasErr       error // its forwarding counts' verdict (countForwards)
 	// slots bounds what runs at once (-jobs): a column (its target and
 	// its suite runs) or a client scenario holds one.
 	slots chan struct{}
@@ -100,7 +117,7 @@ type harness struct {
 	bindMu sync.Mutex
 }
 
-func run(ctx context.Context, node, suite, readme string, keep bool, repeat, jobs int) int {
+func run(ctx context.Context, node, suite, readme string, keep bool, repeat, jobs int, withReplicas, replicasControl bool) int {
 	start := time.Now()
 	work, err := os.MkdirTemp("", "mcpkeep-conformance-")
 	if err != nil {
@@ -112,7 +129,7 @@ func run(ctx context.Context, node, suite, readme string, keep bool, repeat, job
 	} else {
 		defer os.RemoveAll(work)
 	}
-	h := &harness{node: node, suite: suite, work: work, repeat: repeat, slots: make(chan struct{}, jobs)}
+	h := &harness{node: node, suite: suite, work: work, repeat: repeat, slots: make(chan struct{}, jobs), withReplicas: withReplicas, replicasControl: replicasControl}
 	if err := h.build(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		return 1

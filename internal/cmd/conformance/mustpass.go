@@ -18,7 +18,7 @@ var mustPassFile []byte
 const mustPassName = "internal/cmd/conformance/mustpass.txt"
 
 // mcpkeepColumns are the ids of the columns through mcpkeep (eraColumns).
-var mcpkeepColumns = []string{"stdio", "url-stateful", "url-stateless", "proxy"}
+var mcpkeepColumns = []string{"stdio", "url-stateful", "url-stateless", "proxy", replicasColumnID}
 
 // mustPass is, per revision, per scenario, the columns that must pass it
 // (nil: every column through mcpkeep).
