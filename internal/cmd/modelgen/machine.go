@@ -44,7 +44,7 @@ type guardDef struct {
 
 type row struct {
 	from, event, guard, to string // guard "" is the absent guard
-	reason                        bool
+	reason                 bool
 }
 
 // fillFacts sets the boolean fields of the struct p points to from the
