@@ -246,6 +246,19 @@ func TestRunFlags(t *testing.T) {
 	if code := run([]string{"-o", out, "-drop-guard", "nope"}, &stdout, &stderr); code != 1 {
 		t.Errorf("unknown guard: code %d, want 1", code)
 	}
+	taskOut := filepath.Join(t.TempDir(), "tasks_table.pml")
+	if code := run([]string{"-model", "task", "-o", taskOut}, &stdout, &stderr); code != 0 {
+		t.Fatalf("-model task: code %d: %s", code, stderr.String())
+	}
+	got, err = os.ReadFile(taskOut)
+	want, _ = emit(taskMachine(), "")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("-model task -o wrote something else (%v)", err)
+	}
+	stderr.Reset()
+	if code := run([]string{"-model", "nope", "-o", out}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), `"nope"`) {
+		t.Errorf("unknown model: code %d, %q", code, stderr.String())
+	}
 }
 
 // TestEvents: a replayed trail keeps the model's events and SPIN's verdict.
