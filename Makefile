@@ -47,20 +47,21 @@ lint:
 diagram:
 	$(GO) run ./internal/cmd/diagrams -o diagrams -readme README.md -page proxy/ui/lifecycle.svg
 
-# The SPIN model of the connection loop (docs/design.md §7, "The model";
+# The SPIN models of the connection loop and of a task (docs/design.md §7, "The model";
 # needs spin and gcc): the safety search, then each liveness claim under
 # weak fairness, then the mutants (a guard removed must give a
 # counterexample). A counterexample fails it, its trail printed as events.
-# modelgen rewrites models/fsm.pml from fsm.Table (the drift test,
-# internal/cmd/modelgen, is part of make test).
+# modelgen rewrites models/fsm.pml from fsm.Table and models/tasks_table.pml
+# from tasks.Table (the drift tests, internal/cmd/modelgen, are part of make test).
 .PHONY: model modelgen
 model:
 	@command -v spin >/dev/null 2>&1 && command -v gcc >/dev/null 2>&1 || { echo "make model: spin and gcc must be on PATH (apt-get install spin gcc)" >&2; exit 1; }
 	$(GO) run ./internal/cmd/modelgen -check models
-	$(GO) test -tags spin -count=1 -timeout 1800s -run '^TestMutantsFail$$' -v ./internal/cmd/modelgen/
+	$(GO) test -tags spin -count=1 -timeout 1800s -run '^(TestMutantsFail|TestTaskMutantsFail)$$' -v ./internal/cmd/modelgen/
 
 modelgen:
 	$(GO) run ./internal/cmd/modelgen -o models/fsm.pml
+	$(GO) run ./internal/cmd/modelgen -model task -o models/tasks_table.pml
 
 # The benchmark suite (internal/benchsuite): each figure beside its
 # comparison, measured in one run; prints the table, writes docs/benchmarks.md.

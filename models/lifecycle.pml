@@ -16,8 +16,7 @@
  *   Successor the supervisor a config change starts once the name is free.
  *   Watchdog  when nothing can move, the lifecycle must be at rest.
  *
- * Tasks (§25) are not modelled yet: a Task proctype and its own generated
- * table would sit beside Gen, reading the same generations.
+ * Tasks (§25) have their own model, task.pml, over tasks_table.pml.
  *
  * Bounds (cpp, spin -D...): MAXFAULT faults of the environment (an open
  * that fails, a handshake that fails, a crash), MAXHANG processes that

@@ -11,9 +11,10 @@ import (
 	"testing"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/tasks"
 )
 
-var update = flag.Bool("update", false, "rewrite models/fsm.pml from fsm.Table (what make modelgen does)")
+var update = flag.Bool("update", false, "rewrite models/fsm.pml and models/tasks_table.pml from their tables (what make modelgen does)")
 
 const committed = "../../../models/fsm.pml"
 
@@ -36,6 +37,68 @@ func TestCommittedModelMatchesTable(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("models/fsm.pml is stale: run make modelgen\n%s", firstDiff(string(got), string(want)))
+	}
+}
+
+// TestCommittedTaskModelMatchesTable is the same drift check for the
+// task model: models/tasks_table.pml must be exactly what modelgen renders
+// from tasks.Table (docs/design.md §7, "The model").
+func TestCommittedTaskModelMatchesTable(t *testing.T) {
+	m := taskMachine()
+	want, err := emit(m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "../../../models/" + m.include
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v: run make modelgen", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("models/%s is stale: run make modelgen\n%s", m.include, firstDiff(string(got), string(want)))
+	}
+}
+
+// TestEveryTaskRowRendered: each row of tasks.Table is a branch of
+// task_fire with its guard and its T5 reason bit; every guard is an
+// expression over tasks.Facts; a guard key of one table is refused for
+// the other.
+func TestEveryTaskRowRendered(t *testing.T) {
+	src, err := emit(taskMachine(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for i, r := range tasks.Table {
+		branch := fmt.Sprintf(":: (task_st == T_S_%s && ev == T_E_%s && T_G_%s) ->\n\t\tassert(task_row == T_NO_ROW); /* ErrAmbiguous */\n\t\ttask_row = %d; task_to = T_S_%s; task_guard = T_K_%s; task_reason = %d;",
+			ident(r.From.String()), ident(r.Event.String()), guardKey(r.Guard.Key), i, ident(r.To.String()), guardKey(r.Guard.Key), b2i(r.Message != ""))
+		if !strings.Contains(s, branch) {
+			t.Errorf("row %d (%s -%s-> %s) has no branch in task_fire", i, r.From, r.Event, r.To)
+		}
+	}
+	if !strings.Contains(s, "#define T_G_replayable ((T_f_Resending))") || !strings.Contains(s, "#define T_G_outcome_unknown ((!T_f_Resending))") {
+		t.Error("the loss guards are not rendered over T_f_Resending")
+	}
+	mut, err := emit(taskMachine(), tasks.Replayable.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mut), "&& T_G_replayable)") || !strings.Contains(string(mut), "(guard dropped)") {
+		t.Error("the mutant still guards its rows with replayable")
+	}
+	if _, err := emit(taskMachine(), fsm.Quiet.Key); !errors.Is(err, ErrUnknownGuard) {
+		t.Errorf("a lifecycle guard dropped from the task table: %v", err)
+	}
+	if ms, err := pick("", tasks.Replayable.Key, false); err != nil || len(ms) != 1 || ms[0].name != "task" {
+		t.Errorf("-drop-guard replayable picks %v (%v), want the task model", ms, err)
+	}
+	if _, err := pick("nope", "", false); !errors.Is(err, ErrUnknownModel) {
+		t.Errorf("-model nope: %v", err)
 	}
 }
 
@@ -67,7 +130,7 @@ func TestEveryRowStateEventAndGuardRendered(t *testing.T) {
 	s := string(src)
 	for i, r := range fsm.Table {
 		branch := fmt.Sprintf(":: (fsm_st == S_%s && ev == E_%s && G_%s) ->\n\t\tassert(fsm_row == NO_ROW); /* ErrAmbiguous */\n\t\tfsm_row = %d; fsm_to = S_%s;",
-			ident(r.From.String()), ident(r.Event.String()), guardKey(r.Guard), i, ident(r.To.String()))
+			ident(r.From.String()), ident(r.Event.String()), guardKey(r.Guard.Key), i, ident(r.To.String()))
 		if !strings.Contains(s, branch) {
 			t.Errorf("row %d (%s -%s-> %s) has no branch in fsm_fire", i, r.From, r.Event, r.To)
 		}
@@ -182,6 +245,19 @@ func TestRunFlags(t *testing.T) {
 	}
 	if code := run([]string{"-o", out, "-drop-guard", "nope"}, &stdout, &stderr); code != 1 {
 		t.Errorf("unknown guard: code %d, want 1", code)
+	}
+	taskOut := filepath.Join(t.TempDir(), "tasks_table.pml")
+	if code := run([]string{"-model", "task", "-o", taskOut}, &stdout, &stderr); code != 0 {
+		t.Fatalf("-model task: code %d: %s", code, stderr.String())
+	}
+	got, err = os.ReadFile(taskOut)
+	want, _ = emit(taskMachine(), "")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("-model task -o wrote something else (%v)", err)
+	}
+	stderr.Reset()
+	if code := run([]string{"-model", "nope", "-o", out}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), `"nope"`) {
+		t.Errorf("unknown model: code %d, %q", code, stderr.String())
 	}
 }
 

@@ -9,20 +9,22 @@ import (
 	"github.com/mcpkeep/mcpkeep/fsm"
 )
 
-// facts are the boolean fields of fsm.Facts, found by reflection so that a
-// fact added to the declaration flows into the model without an edit here
-// (docs/design.md §7, "The model").
-func facts() ([]string, error) {
-	t := reflect.TypeFor[fsm.Facts]()
+// facts are the boolean fields of fsm.Facts.
+func facts() ([]string, error) { return factNames(reflect.TypeFor[fsm.Facts]()) }
+
+// factNames are the boolean fields of a Facts struct, found by reflection
+// so that a fact added to the declaration flows into the model without an
+// edit here (docs/design.md §7, "The model").
+func factNames(t reflect.Type) ([]string, error) {
 	var names []string
 	for f := range t.Fields() {
 		if f.Type.Kind() != reflect.Bool {
-			return nil, fmt.Errorf("modelgen: fsm.Facts.%s is a %s: the model knows only boolean facts", f.Name, f.Type)
+			return nil, fmt.Errorf("modelgen: %s.%s is a %s: the model knows only boolean facts", t, f.Name, f.Type)
 		}
 		names = append(names, f.Name)
 	}
 	if len(names) > 16 {
-		return nil, fmt.Errorf("modelgen: fsm.Facts has %d fields: too many to tabulate the guards", len(names))
+		return nil, fmt.Errorf("modelgen: %s has %d fields: too many to tabulate the guards", t, len(names))
 	}
 	return names, nil
 }
@@ -30,10 +32,7 @@ func facts() ([]string, error) {
 // factsOf is the Facts value whose i-th boolean field is bit i of v.
 func factsOf(v uint32) fsm.Facts {
 	var f fsm.Facts
-	rv := reflect.ValueOf(&f).Elem()
-	for i := range rv.NumField() {
-		rv.Field(i).SetBool(v&(1<<i) != 0)
-	}
+	fillFacts(&f, v)
 	return f
 }
 
@@ -47,11 +46,17 @@ type term struct{ mask, val uint32 }
 // The guard is data this way: what the Go code evaluates is what the
 // model evaluates.
 func expr(g fsm.Guard, names []string) string {
+	return exprOf(func(v uint32) bool { return g.Holds(factsOf(v)) }, names, "f_")
+}
+
+// exprOf is expr for any machine's guard: holds over the bits of a Facts
+// value, the fact variables named prefix+field.
+func exprOf(holds func(uint32) bool, names []string, prefix string) string {
 	n := uint32(len(names))
 	all := uint32(1)<<n - 1
 	var terms []term
 	for v := uint32(0); v <= all; v++ {
-		if g.Holds(factsOf(v)) {
+		if holds(v) {
 			terms = append(terms, term{mask: all, val: v})
 		}
 	}
@@ -61,11 +66,11 @@ func expr(g fsm.Guard, names []string) string {
 	case len(terms) == int(all)+1:
 		return "1"
 	}
-	return render(primeImplicants(terms), names)
+	return render(primeImplicants(terms), names, prefix)
 }
 
 // render writes a disjunction of products over the fact variables.
-func render(primes []term, names []string) string {
+func render(primes []term, names []string, prefix string) string {
 	n := uint32(len(names))
 	var ors []string
 	for _, p := range primes {
@@ -74,7 +79,7 @@ func render(primes []term, names []string) string {
 			if p.mask&(1<<i) == 0 {
 				continue
 			}
-			lit := "f_" + names[i]
+			lit := prefix + names[i]
 			if p.val&(1<<i) == 0 {
 				lit = "!" + lit
 			}

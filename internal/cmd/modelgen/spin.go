@@ -16,13 +16,6 @@ import (
 	"time"
 )
 
-// The model's entry file in the models directory; fsm.pml beside it is
-// replaced by the generated include before SPIN runs.
-const (
-	modelFile   = "lifecycle.pml"
-	includeFile = "fsm.pml"
-)
-
 // ErrCounterexample: SPIN found a run that breaks a property.
 var ErrCounterexample = errors.New("SPIN found a counterexample")
 
@@ -46,10 +39,17 @@ type property struct {
 // make model must finish within minutes on 2 cores.
 var liveBounds = []string{"-DLIVE", "-DMAXFAULT=1"}
 
-var properties = []property{
+var lifecycleProperties = []property{
 	{name: "safety"},
 	{name: "demand", live: true, defs: liveBounds},
 	{name: "settles", live: true, defs: liveBounds},
+}
+
+// taskProperties: the task model is small enough for its full bounds
+// under fairness too.
+var taskProperties = []property{
+	{name: "safety"},
+	{name: "ends", live: true, defs: []string{"-DLIVE"}},
 }
 
 // result is what one search reported.
@@ -64,16 +64,19 @@ type result struct {
 // than holding CI.
 const runTimeout = 15 * time.Minute
 
-// checkModel copies dir's model beside src (the generated include) into
-// a scratch directory, runs the safety search and then each liveness
-// claim, and prints what each explored. The first counterexample stops
-// it: its trail is replayed and printed as the model's own events.
-func checkModel(dir string, src []byte, w io.Writer) error { return check(dir, src, w, "-O1") }
+// checkModel copies dir's models beside src (m's generated include) into
+// a scratch directory, runs the safety search of m's model and then each
+// liveness claim, and prints what each explored. The first
+// counterexample stops it: its trail is replayed and printed as the
+// model's own events.
+func checkModel(dir string, m machine, src []byte, w io.Writer) error {
+	return check(dir, m, src, w, "-O1")
+}
 
 // check is checkModel compiling pan with the C optimisation opt (the
 // mutants, whose searches end at their first counterexample, take -O0:
 // a faster compile).
-func check(dir string, src []byte, w io.Writer, opt string) error {
+func check(dir string, m machine, src []byte, w io.Writer, opt string) error {
 	for _, tool := range []string{"spin", "gcc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("modelgen: %s: %w", tool, ErrNoSpin)
@@ -89,7 +92,7 @@ func check(dir string, src []byte, w io.Writer, opt string) error {
 		return fmt.Errorf("modelgen: -check: %w", err)
 	}
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".pml") || e.Name() == includeFile {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".pml") || e.Name() == m.include {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
@@ -100,13 +103,13 @@ func check(dir string, src []byte, w io.Writer, opt string) error {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(work, includeFile), src, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, m.include), src, 0o644); err != nil {
 		return err
 	}
 	built := ""
-	for _, p := range properties {
+	for _, p := range m.properties {
 		if key := fmt.Sprint(p.live, p.defs); key != built {
-			if err := build(work, p, opt); err != nil {
+			if err := build(work, m.entry, p, opt); err != nil {
 				return err
 			}
 			built = key
@@ -116,8 +119,8 @@ func check(dir string, src []byte, w io.Writer, opt string) error {
 			return err
 		}
 		r := parse(out)
-		fmt.Fprintf(w, "model: %-8s %9d states stored, %10d transitions, %6.1fs, errors: %d\n",
-			p.name, r.stored, r.trans, r.elapsed.Seconds(), r.errors)
+		fmt.Fprintf(w, "model: %-9s %-8s %9d states stored, %10d transitions, %6.1fs, errors: %d\n",
+			m.name, p.name, r.stored, r.trans, r.elapsed.Seconds(), r.errors)
 		if strings.Contains(out, "MEMLIM") || strings.Contains(out, "max search depth too small") {
 			fmt.Fprint(w, reason(out))
 			return fmt.Errorf("modelgen: %s: %w", p.name, ErrIncomplete)
@@ -125,7 +128,7 @@ func check(dir string, src []byte, w io.Writer, opt string) error {
 		if r.errors > 0 || !strings.Contains(out, "errors: 0") {
 			fmt.Fprintf(w, "model: counterexample for %s:\n", p.name)
 			fmt.Fprint(w, reason(out))
-			trail, terr := replay(work, p)
+			trail, terr := replay(work, m.entry, p)
 			fmt.Fprint(w, trail)
 			if terr != nil {
 				fmt.Fprintf(w, "model: replaying the trail: %v\n", terr)
@@ -152,8 +155,8 @@ func command(dir, name string, args ...string) (string, error) {
 
 // build generates pan.c and compiles the verifier: without cycle
 // detection for the safety search, with it (and weak fairness) for LTL.
-func build(dir string, p property, opt string) error {
-	spinArgs := append(append([]string{}, p.defs...), "-a", modelFile)
+func build(dir, entry string, p property, opt string) error {
+	spinArgs := append(append([]string{}, p.defs...), "-a", entry)
 	// MEMLIM: a search that outgrows 2 GiB fails instead of swapping;
 	// NFAIR: weak fairness over every process the model may run.
 	ccArgs := []string{opt, "-w", "-DMEMLIM=2048", "-DNFAIR=12", "-o", "pan", "pan.c"}
@@ -224,11 +227,11 @@ func reason(out string) string {
 // replay runs the trail through spin -t and keeps the model's own events
 // (its printf lines, "EV ...") and SPIN's verdict lines, so the
 // counterexample reads as a sequence of events.
-func replay(dir string, p property) (string, error) {
+func replay(dir, entry string, p property) (string, error) {
 	args := []string{"-t", "-T"} // -T: printf lines unindented
 	// The trail names its claim: spin -t replays against that one.
 	args = append(args, p.defs...)
-	args = append(args, modelFile)
+	args = append(args, entry)
 	out, err := command(dir, "spin", args...)
 	return events(out), err
 }
