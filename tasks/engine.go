@@ -238,7 +238,16 @@ func (e *Engine) fire(t *task, ev Event, f Facts, fill func(*Record, State)) (Tr
 	e.mu.Lock()
 	tr, err := Resolve(t.rec.Status, ev, f)
 	if err != nil {
+		ended := t.rec.Status.Terminal()
 		e.mu.Unlock()
+		if ended {
+			// A late event: its sender found the task live an instant
+			// before it ended (the TTL timer, Close, an input request;
+			// the task model shows these races, docs/design.md §7). The
+			// task stays as it ended (T1).
+			e.o.Logger.Debug("tasks: late event ignored", slog.String("task", t.rec.ID), slog.Any("err", err))
+			return tr, err
+		}
 		e.o.Logger.Error("tasks: undeclared event", slog.String("task", t.rec.ID), slog.Any("err", err))
 		return tr, err
 	}
