@@ -44,7 +44,11 @@ func (s *Supervisor) holdForReplay(ctx context.Context, g *generation, w *readyW
 	for {
 		select {
 		case <-g.ctx.Done():
-			return nil
+			// The caller's end may have come at once: select picks either,
+			// and a replay is never sent for a caller that left (the task
+			// model's -DSENDCANCELLED, docs/design.md §7: a task failed as
+			// "not sent again" whose call went out anyway).
+			return ctx.Err()
 		case <-w.hb.tick(s.opts.Clock):
 			w.hb.beat(s.waitReason(true))
 		case <-w.t.C:
