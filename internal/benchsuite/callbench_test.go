@@ -40,3 +40,16 @@ func TestPairedRatio(t *testing.T) {
 		t.Errorf("pairedRatio of 3 rounds = %.4f, want 1", r)
 	}
 }
+
+// TestPairedDetect: the die → lost cycles' own ratios, each over the
+// CommandTransport detection run beside it; 0 when not one for one.
+func TestPairedDetect(t *testing.T) {
+	mk := []crashSample{{lost: 2 * time.Millisecond}, {lost: 9 * time.Millisecond}, {lost: 3 * time.Millisecond}}
+	sdk := []sdkResult{{fromDie: 2 * time.Millisecond}, {fromDie: 10 * time.Millisecond}, {fromDie: 2 * time.Millisecond}}
+	if got := pairedDetect(mk, sdk); math.Abs(got-1) > 1e-9 {
+		t.Errorf("pairedDetect = %.4f, want 1 (ratios 0.9, 1, 1.5)", got)
+	}
+	if got := pairedDetect(mk, sdk[:2]); got != 0 {
+		t.Errorf("pairedDetect of unequal counts = %.4f, want 0", got)
+	}
+}
