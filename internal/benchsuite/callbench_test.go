@@ -53,3 +53,21 @@ func TestPairedDetect(t *testing.T) {
 		t.Errorf("pairedDetect of unequal counts = %.4f, want 0", got)
 	}
 }
+
+// TestWaitFloor: the reachable die → lost ratio is CommandTransport's time
+// plus the exit's wait, over CommandTransport's, rounded up.
+func TestWaitFloor(t *testing.T) {
+	for _, c := range []struct {
+		wait, c time.Duration
+		want    float64
+	}{
+		{200 * time.Microsecond, 2 * time.Millisecond, 1.10},
+		{201 * time.Microsecond, 2 * time.Millisecond, 1.11},
+		{0, 2 * time.Millisecond, 1.00},
+		{time.Millisecond, 0, 0},
+	} {
+		if got := waitFloor(c.wait, c.c); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("waitFloor(%v, %v) = %.2f, want %.2f", c.wait, c.c, got, c.want)
+		}
+	}
+}

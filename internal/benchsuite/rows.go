@@ -2,6 +2,7 @@ package benchsuite
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,17 @@ import (
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// waitFloor is the die → lost ratio to CommandTransport's c that a
+// supervisor reporting the loss at the exit can promise: c plus the
+// exit's own wait (the kernel's EOF → exit gap and exit → lost), over c,
+// rounded up to the hundredth.
+func waitFloor(wait, c time.Duration) float64 {
+	if c <= 0 {
+		return 0
+	}
+	return math.Ceil(100*float64(c+wait)/float64(c)) / 100
+}
 
 // pairedDetect is the median over crash cycles i of the supervisor's die →
 // lost over the CommandTransport detection run right after it (0 when
@@ -153,10 +165,12 @@ func detectionRows(rep *Report, sr *stdioResult) {
 				"an SDK session over mcpkeep's transport.Stdio took %s, the supervisor %s; of the supervisor's: die sent "+
 				"→ the fixture's exit report %s (%s on the SDK session), exit report → exit %s (%s), exit → lost %s. "+
 				"Parts of a millisecond that move by more than their difference from one run to the next on this shared "+
-				"2-core machine",
+				"2-core machine. Waiting for the exit costs at most the kernel's gap plus exit → lost (%s) over "+
+				"CommandTransport's %s: the reachable target while the loss waits for the exit is ratio ≤ %.2f",
 				fmtDur(sr.kernelGap.pct(50)), fmtDur(sr.transPlain.pct(50)), fmtDur(d.pct(50)),
 				fmtDur(rep0.pct(50)), fmtDur(sr.sdkReport.pct(50)), fmtDur(teardown.pct(50)), fmtDur(sr.sdkTeardown.pct(50)),
-				fmtDur(x.pct(50)))
+				fmtDur(x.pct(50)), fmtDur(sr.kernelGap.pct(50)+x.pct(50)), fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)),
+				waitFloor(sr.kernelGap.pct(50)+x.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)))
 			v, c := d.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)
 			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport (interleaved)", srv.name),
 				Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("CommandTransport %s; the cycles' own ratios: median %.3f", fmtDur(c), pairedDetect(srv.mk, srv.sdk)),
