@@ -145,6 +145,16 @@ func median(rs []testing.BenchmarkResult) benchFigures {
 // pair runs a and b alternately for rounds (ABBA, so neither always goes
 // first) and returns their medians.
 func pair(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigures, err error) {
+	fa, fb, _, err = pairRatio(rounds, a, b, errp)
+	return fa, fb, err
+}
+
+// pairRatio is pair that also returns the median of the rounds' own
+// ratios, b's ns/op over a's of the same round: the two halves of a round
+// run back to back, so a load that drifts on a shared machine over the
+// minutes of all rounds moves both halves of a round alike, where it can
+// move the two medians apart.
+func pairRatio(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigures, ratio float64, err error) {
 	var ra, rb []testing.BenchmarkResult
 	for i := range rounds {
 		var x, y testing.BenchmarkResult
@@ -154,19 +164,36 @@ func pair(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigures, 
 			y, x = testing.Benchmark(b), testing.Benchmark(a)
 		}
 		if *errp != nil {
-			return fa, fb, *errp
+			return fa, fb, 0, *errp
 		}
 		if x.N == 0 || y.N == 0 {
-			return fa, fb, errors.New("a benchmark failed")
+			return fa, fb, 0, errors.New("a benchmark failed")
 		}
 		ra, rb = append(ra, x), append(rb, y)
 	}
-	return median(ra), median(rb), nil
+	return median(ra), median(rb), pairedRatio(ra, rb), nil
 }
+
+// pairedRatio is the median over rounds i of rb[i]'s ns/op over ra[i]'s
+// (the mean of the middle two for an even count).
+func pairedRatio(ra, rb []testing.BenchmarkResult) float64 {
+	rs := make([]float64, len(ra))
+	for i := range ra {
+		rs[i] = nsPerOp(rb[i]) / nsPerOp(ra[i])
+	}
+	slices.Sort(rs)
+	if n := len(rs); n%2 == 0 {
+		return (rs[n/2-1] + rs[n/2]) / 2
+	}
+	return rs[len(rs)/2]
+}
+
+func nsPerOp(r testing.BenchmarkResult) float64 { return float64(r.T.Nanoseconds()) / float64(r.N) }
 
 type callResult struct {
 	name               string // caller context variant
 	direct, supervised benchFigures
+	ratio              float64 // supervised over direct: the median of the rounds' own ratios
 }
 
 // runCalls is section 3: for a background and a cancellable caller
@@ -182,11 +209,11 @@ func runCalls(ctx context.Context, cfg Config) ([]callResult, error) {
 	var out []callResult
 	for _, v := range vs {
 		var err error
-		d, s, perr := pair(cfg.Rounds, e.benchDirect(v, &err), e.benchSupervised(v, &err), &err)
+		d, s, r, perr := pairRatio(cfg.Rounds, e.benchDirect(v, &err), e.benchSupervised(v, &err), &err)
 		if perr != nil {
 			return nil, fmt.Errorf("%s: %w", v.name, perr)
 		}
-		out = append(out, callResult{v.name, d, s})
+		out = append(out, callResult{v.name, d, s, r})
 		cfg.progress("  call overhead, %s caller context: done", v.name)
 	}
 	return out, nil

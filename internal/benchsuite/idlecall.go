@@ -99,7 +99,10 @@ func idleCallRows(rep *Report, r *idleCallResult) {
 	row.Verdict, row.Reason = verdict(ms(p) <= 1.10*ms(d), "the call is sent right after the handshake and the lists "+
 		"wait for it (docs/design.md §20), but the request crosses the proxy's hop both ways, wakes the supervisor's "+
 		"loop for the demand and again for the connection, and the server is spawned by the proxy (its own "+
-		"session and process group, three pipes, the exit watcher) where the host spawns it bare")
+		"session and process group, three pipes, the exit watcher) where the host spawns it bare; being the proxy "+
+		"process's first spawn, it also pays the Go runtime's one-time pidfd check (a probe child cloned and waited "+
+		"for) that the host's process paid long before. Traced (strace -f), the time goes to these steps, spread "+
+		"over the path, not to an extra round trip: the call is the first request after initialized, the lists follow its answer")
 	rep.add(row)
 	rep.note(secStartup, "the idle row: `mcpkeep proxy` with one fixture server set to `\"start\": \"lazy\"` and a "+
 		"catalog cache filled by an earlier run; the host connects, lists the tools (from the cache, the server idle), "+
