@@ -116,7 +116,7 @@ func (s *Server) route(next http.Handler) http.Handler {
 			ForceAttemptHTTP2:   false,
 		}
 	}
-	rt := &router{rp: rp, next: next, log: s.log, seal: s.host.bridges.sealer()}
+	rt := &router{rp: rp, next: next, log: s.log, seal: s.host.bridges.sealer(), tasks: s.tasks}
 	rt.rev = &httputil.ReverseProxy{
 		Rewrite:       rt.rewrite,
 		FlushInterval: -1,
@@ -133,6 +133,9 @@ type router struct {
 	rev  *httputil.ReverseProxy
 	log  *slog.Logger
 	seal *stateSealer
+	// tasks is the Server's task front (nil: none), for a gone owner's
+	// task (replicas_lost.go).
+	tasks *taskFront
 }
 
 // The kinds of handle a request can carry.
@@ -152,6 +155,9 @@ type forwardTo struct {
 	kind        handleKind
 	id          jsonrpc.ID
 	body        []byte // the peeked body, to serve it here after all
+	// left: the owner is not in the membership set (not merely slow to
+	// answer): its handles' state is gone with it.
+	left bool
 }
 
 type forwardKey struct{}
@@ -177,6 +183,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ft := forwardTo{owner: owner, addr: addr, kind: kind, id: id, body: body}
 	if !ok {
+		ft.left = true
 		rt.gone(w, r, ft)
 		return
 	}
@@ -271,8 +278,11 @@ func (rt *router) gone(w http.ResponseWriter, r *http.Request, ft forwardTo) {
 		writeRPCError(w, ft.id, badState("its mcpkeep replica "+ft.owner+" is gone (start the call again)"))
 	default:
 		// A task: served here, where the task engine answers from the
-		// store (a finished result outlives its owner) or says the task
-		// is lost (§25).
+		// store (a finished result outlives its owner); one that never
+		// finished is lost with its owner (§25, replicas_lost.go).
+		if ft.left && rt.lostTask(w, r, ft) {
+			return
+		}
 		if ft.body != nil {
 			r.Body = io.NopCloser(bytes.NewReader(ft.body))
 			r.ContentLength = int64(len(ft.body))

@@ -64,9 +64,21 @@ func TestReplicasShareTasks(t *testing.T) {
 	if jcode, got := taskGet(t, h, id); jcode != 0 || got["status"] != "completed" || !strings.Contains(resultText(got), "slept 100ms") {
 		t.Fatalf("the finished task asked of %s after its owner left: %d %s", other.srv.opts.Replicas.Names.ID(), jcode, resultText(got))
 	}
-	// A gone owner's task that is not in the store: unknown (-32602).
+	// A gone owner's task that is not in the store died with it: failed,
+	// saying the outcome is unknown (never unknown to the host that was
+	// given the id, never a success); a cancel of it is acknowledged.
 	lost := (map[string]*rig{"ra": a, "rb": b})[owner].srv.opts.Replicas.Names.Name(replica.KindTask, "never-finished")
-	if jcode, _ := taskGet(t, h, lost); jcode != -32602 {
-		t.Errorf("a gone replica's unfinished task: error %d, want -32602", jcode)
+	jcode, got := taskGet(t, h, lost)
+	errData, _ := got["error"].(map[string]any)
+	if jcode != 0 || got["status"] != "failed" || !strings.Contains(resultText(got), "outcome is unknown") ||
+		!strings.Contains(resultText(errData), lostTaskReason) {
+		t.Errorf("a gone replica's unfinished task: %d %s, want failed with the outcome unknown", jcode, resultText(got))
+	}
+	if jcode, _ := modern(t, h, "tasks/cancel", lost, map[string]any{"taskId": lost}, true); jcode != 0 {
+		t.Errorf("tasks/cancel of a gone replica's task: error %d, want the ack", jcode)
+	}
+	// A task id of a live owner that does not know it is still unknown.
+	if jcode, _ := taskGet(t, h, other.srv.opts.Replicas.Names.Name(replica.KindTask, "no-such")); jcode != -32602 {
+		t.Errorf("an unknown task of a live replica: error %d, want -32602", jcode)
 	}
 }

@@ -265,7 +265,7 @@ func TestReplicasRouteTaskRequests(t *testing.T) {
 	delete(peers.m, "rb")
 	peers.mu.Unlock()
 	_, code, body := post(t, a.h, taskGet(b.srv.opts.Replicas.Names.Name(replica.KindTask, "led+2")), hdr)
-	if ca.OwnerGone.Load() != 1 || ca.Forwarded.Load() != 1 || code != -32602 || strings.Contains(body, "is gone") {
-		t.Fatalf("gone owner's task: forwarded %d, gone %d, %d %q; want served here", ca.Forwarded.Load(), ca.OwnerGone.Load(), code, body)
+	if ca.OwnerGone.Load() != 1 || ca.Forwarded.Load() != 1 || code != 0 || !strings.Contains(body, `"status":"failed"`) || !strings.Contains(body, "outcome is unknown") {
+		t.Fatalf("gone owner's task: forwarded %d, gone %d, %d %q; want answered here, failed with the outcome unknown", ca.Forwarded.Load(), ca.OwnerGone.Load(), code, body)
 	}
 }
