@@ -155,8 +155,8 @@ type forwardTo struct {
 	kind        handleKind
 	id          jsonrpc.ID
 	body        []byte // the peeked body, to serve it here after all
-	// left: the owner is not in the membership set (not merely slow to
-	// answer): its handles' state is gone with it.
+	// left: the owner is not in the membership set, or did not answer
+	// the forwarded request: its handles' state is gone with it.
 	left bool
 }
 
@@ -264,6 +264,9 @@ func (rt *router) failed(w http.ResponseWriter, r *http.Request, err error) {
 		return // the host hung up
 	}
 	rt.log.Info("replica owner unreachable", slog.String("owner", ft.owner), slog.String("addr", ft.addr), slog.Any("err", err))
+	// Unreachable counts as gone, as for a legacy session (its 404): a
+	// killed replica stays in the membership set until its entry's TTL.
+	ft.left = true
 	rt.gone(w, r, ft)
 }
 

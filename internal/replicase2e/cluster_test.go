@@ -98,8 +98,9 @@ func startCluster(t *testing.T, n int, extra ...string) *cluster {
 		t.Fatal(err)
 	}
 	srvs := map[string]any{}
-	for i := range servers {
-		srvs[fmt.Sprintf("led%d", i)] = map[string]any{"command": self, "env": map[string]string{envLedger: c.ledger}}
+	for i := range servers + taskServers {
+		srvs[fmt.Sprintf("led%d", i)] = map[string]any{"command": self, "env": map[string]string{envLedger: c.ledger},
+			"tasks": map[string]any{"mode": "always"}} // for hosts that opt in (tasks_test.go)
 	}
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": srvs})
 	cfgPath := filepath.Join(dir, "mcp.json")

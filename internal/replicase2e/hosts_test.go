@@ -57,6 +57,7 @@ type run struct {
 	client *http.Client
 	killed atomic.Bool           // set at the kill: later outcomes count in phase 1
 	c      map[string]*[2]counts // era → phase
+	tasks  taskCounts            // the task hosts' (tasks_test.go)
 }
 
 func newRun(front string) *run {
@@ -200,6 +201,9 @@ func (r *run) hosts(d, killAt time.Duration, kill func()) {
 		}
 		wg.Go(func() { r.host(ctx, era, w) })
 	}
+	for w := range 2 {
+		wg.Go(func() { r.taskHost(ctx, w) })
+	}
 	if kill != nil {
 		select {
 		case <-time.After(killAt):
@@ -235,6 +239,7 @@ func (r *run) report(name string) string {
 			c.mu.Unlock()
 		}
 	}
+	fmt.Fprintf(&b, "  2026-07-28 task hosts: %v\n", &r.tasks)
 	return b.String()
 }
 

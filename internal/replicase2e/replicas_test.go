@@ -23,11 +23,9 @@ import (
 // initialize again, and every host is answered again. The control run,
 // the same cluster with forwarding off, shows what forwarding prevents.
 //
-// Tasks (§25) are not counted here yet: the task engine (issue 35) is
-// not part of this branch; once it is, a host that opts into tasks
-// belongs in run.host (long calls as tasks, polled through the
-// balancer), counted as completed or failed with the outcome-unknown
-// reason.
+// Two more hosts opt into tasks (tasks_test.go): long record calls as
+// tasks, polled through the balancer; each ends completed with its own
+// answer, or failed saying the outcome is unknown when its replica died.
 func TestReplicasBehindHAProxy(t *testing.T) {
 	c := startCluster(t, 3)
 	r := newRun(c.front)
@@ -76,6 +74,10 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		if f := r.c[era][0].failed.Load(); f != 0 {
 			t.Errorf("%s hosts: %d calls failed before any replica was lost", era, f)
 		}
+	}
+	tc := &r.tasks
+	if tc.completed.Load() == 0 || tc.wrong.Load() != 0 || tc.unended.Load() != 0 || tc.failed.Load() != 0 {
+		t.Errorf("tasks: %v; want some completed, none wrong, none unended, none failed but for the outcome unknown", tc)
 	}
 	if !strings.Contains(c.reps[0].log.String()+c.reps[2].log.String(), `"owner":"r1"`) {
 		t.Log("no request reached the killed replica's handles through forwarding")
