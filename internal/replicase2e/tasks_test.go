@@ -23,7 +23,7 @@ import (
 // while it runs, failed saying the outcome is unknown. Anything else is
 // counted: an error, a wrong answer, a task that never ended.
 type taskCounts struct {
-	errs sync.Map // message → *atomic.Int64
+	errs                                   sync.Map // message → *atomic.Int64
 	completed, lostUnknown, wrong, unended atomic.Int64
 	// failed: an error or another end, before the kill; failedAfter:
 	// after it (a request haproxy sent to the killed replica: 502).
