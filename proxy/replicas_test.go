@@ -244,9 +244,9 @@ func TestReplicasRouteTaskRequests(t *testing.T) {
 	if ca.Forwarded.Load() != 1 {
 		t.Fatalf("forwarded %d, want the task request sent to rb", ca.Forwarded.Load())
 	}
-	// Served here: no task engine on this branch, so the SDK's
-	// method-not-found (-32601).
-	if _, code, _ := post(t, a.h, taskGet("plain-task-id"), hdr); code != -32601 {
+	// Served here: this host did not declare the tasks extension, so
+	// the task engine's gate answers -32021 (docs/design.md §25).
+	if _, code, _ := post(t, a.h, taskGet("plain-task-id"), hdr); code != -32021 {
 		t.Fatalf("plain task id: code %d", code)
 	}
 	post(t, a.h, taskGet(a.srv.opts.Replicas.Names.Name(replica.KindTask, "own")), hdr)
@@ -257,7 +257,7 @@ func TestReplicasRouteTaskRequests(t *testing.T) {
 	delete(peers.m, "rb")
 	peers.mu.Unlock()
 	_, code, body := post(t, a.h, taskGet(b.srv.opts.Replicas.Names.Name(replica.KindTask, "led+2")), hdr)
-	if ca.OwnerGone.Load() != 1 || ca.Forwarded.Load() != 1 || code != -32601 || strings.Contains(body, "is gone") {
+	if ca.OwnerGone.Load() != 1 || ca.Forwarded.Load() != 1 || code != -32021 || strings.Contains(body, "is gone") {
 		t.Fatalf("gone owner's task: forwarded %d, gone %d, %d %q; want served here", ca.Forwarded.Load(), ca.OwnerGone.Load(), code, body)
 	}
 }

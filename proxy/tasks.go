@@ -295,7 +295,10 @@ func needID(id string) error {
 	return nil
 }
 
-func (f *taskFront) get(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*detailedTask, error) {
+func (f *taskFront) get(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*detailedTask, error) {
+	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
+		return nil, err
+	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
 	}
@@ -306,7 +309,10 @@ func (f *taskFront) get(ctx context.Context, _ *mcp.ServerSession, p *taskIDPara
 	return &detailedTask{ResultType: "complete", taskFields: fieldsOf(rec), Result: rec.Result, Error: rec.Error, InputRequests: rec.InputRequests}, nil
 }
 
-func (f *taskFront) update(ctx context.Context, _ *mcp.ServerSession, p *taskUpdateParams) (*taskAck, error) {
+func (f *taskFront) update(ctx context.Context, ss *mcp.ServerSession, p *taskUpdateParams) (*taskAck, error) {
+	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
+		return nil, err
+	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
 	}
@@ -316,7 +322,10 @@ func (f *taskFront) update(ctx context.Context, _ *mcp.ServerSession, p *taskUpd
 	return &taskAck{ResultType: "complete"}, nil
 }
 
-func (f *taskFront) cancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskAck, error) {
+func (f *taskFront) cancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskAck, error) {
+	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
+		return nil, err
+	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
 	}

@@ -19,3 +19,24 @@ func TestTasksInlineResultType(t *testing.T) {
 		t.Fatalf("inline answer's resultType = %v, want \"complete\": %s", res["resultType"], resultText(res))
 	}
 }
+
+// TestTasksMethodsNeedExtension: tasks/get, tasks/update and tasks/cancel
+// from a host that did not declare the extension are -32021, whatever the
+// id (tasks-capability-negotiation's sep-2663-tasks-methods-non-declaring);
+// one that did gets -32602 for an unknown id.
+func TestTasksMethodsNeedExtension(t *testing.T) {
+	_, h := taskRig(t)
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		params := map[string]any{"taskId": "gate-test"}
+		if m == "tasks/update" {
+			params["inputResponses"] = map[string]any{}
+		}
+		if jcode, _ := modern(t, h, m, "gate-test", params, false); jcode != -32021 {
+			t.Errorf("%s without the extension: error %d, want -32021", m, jcode)
+		}
+		params = map[string]any{"taskId": "gate-test"}
+		if jcode, _ := modern(t, h, m, "gate-test", params, true); jcode != -32602 {
+			t.Errorf("%s with the extension, unknown id: error %d, want -32602", m, jcode)
+		}
+	}
+}
