@@ -1,6 +1,9 @@
 package proxy
 
-import "testing"
+import (
+	"net/http"
+	"testing"
+)
 
 // Regressions the conformance suite's tasks scenarios found through
 // mcpkeep (docs/design.md §25).
@@ -38,5 +41,28 @@ func TestTasksMethodsNeedExtension(t *testing.T) {
 		if jcode, _ := modern(t, h, m, "gate-test", params, true); jcode != -32602 {
 			t.Errorf("%s with the extension, unknown id: error %d, want -32602", m, jcode)
 		}
+	}
+}
+
+// TestTasksNameHeaderMismatch: a tasks/get whose Mcp-Name disagrees with
+// params.taskId is HTTP 400 with -32020 (tasks-request-headers'
+// sep-2663-server-rejects-mismatched-mcp-name-on-tasks-get); a matching
+// one reaches the engine.
+func TestTasksNameHeaderMismatch(t *testing.T) {
+	_, h := taskRig(t)
+	_, res := callTool(t, h, "a__hang", map[string]any{}, true)
+	id, _ := res["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task: %s", resultText(res))
+	}
+	defer modern(t, h, "tasks/cancel", id, map[string]any{"taskId": id}, true)
+	if jcode, got := modern(t, h, "tasks/get", id, map[string]any{"taskId": id}, true); jcode != 0 || got["taskId"] != id {
+		t.Fatalf("matching Mcp-Name: error %d, %s", jcode, resultText(got))
+	}
+	body := map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": map[string]any{"taskId": id}}
+	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get", "Mcp-Name": "some-other-task"}
+	code, jcode, raw := post(t, h, body, hdr)
+	if code != http.StatusBadRequest || jcode != -32020 {
+		t.Fatalf("mismatched Mcp-Name: HTTP %d, error %d: %s; want 400, -32020", code, jcode, raw)
 	}
 }
