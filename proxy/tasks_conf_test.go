@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Regressions the conformance suite's tasks scenarios found through
@@ -59,7 +61,11 @@ func TestTasksNameHeaderMismatch(t *testing.T) {
 	if jcode, got := modern(t, h, "tasks/get", id, map[string]any{"taskId": id}, true); jcode != 0 || got["taskId"] != id {
 		t.Fatalf("matching Mcp-Name: error %d, %s", jcode, resultText(got))
 	}
-	body := map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": map[string]any{"taskId": id}}
+	body := map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tasks/get", "params": map[string]any{"taskId": id, "_meta": map[string]any{
+		mcp.MetaKeyProtocolVersion:           "2026-07-28",
+		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "0"},
+		metaClientCapabilities:               map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}},
+	}}}
 	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get", "Mcp-Name": "some-other-task"}
 	code, jcode, raw := post(t, h, body, hdr)
 	if code != http.StatusBadRequest || jcode != -32020 {
