@@ -133,9 +133,9 @@ func (h *harness) tasksConf(ctx context.Context) tasksRun {
 		name string
 		t    target
 	}{
-		{"direct", h.tasksServerHTTP(bin)},
+		{"direct", h.tasksServerHTTP(bin, true)},
 		{"run (stdio)", h.tasksStdio(bin)},
-		{"run --url", h.tasksInFront(h.tasksServerHTTP(bin))},
+		{"run --url", h.tasksInFront(h.tasksServerHTTP(bin, false))},
 		{"proxy --listen", h.tasksProxy(bin)},
 	}
 	tr.cols = make([]column, len(targets))
@@ -184,9 +184,11 @@ func (h *harness) tasksColumn(ctx context.Context, name string, t target, scenar
 	return col
 }
 
-// tasksServerHTTP is the tasks server over Streamable HTTP, stateful (its
-// elicitations need a session to reach the client).
-func (h *harness) tasksServerHTTP(bin string) target {
+// tasksServerHTTP is the tasks server over Streamable HTTP. Directly it
+// is stateless (the go-sdk serves 2026-07-28 requests only there); behind
+// run --url stateful, which mcpkeep reaches on the 2025-11-25 wire and
+// where the server's elicitations have a session to reach mcpkeep.
+func (h *harness) tasksServerHTTP(bin string, stateless bool) target {
 	return func(ctx context.Context, dir string) (string, func(), error) {
 		h.bindMu.Lock()
 		defer h.bindMu.Unlock()
@@ -195,7 +197,7 @@ func (h *harness) tasksServerHTTP(bin string) target {
 			return "", nil, err
 		}
 		addr := net.JoinHostPort("127.0.0.1", port)
-		p, err := start("conformance-tasks-server", filepath.Join(dir, "server.log"), []string{bin, "-http", addr}, nil)
+		p, err := start("conformance-tasks-server", filepath.Join(dir, "server.log"), []string{bin, "-http", addr, fmt.Sprintf("-stateless=%v", stateless)}, nil)
 		if err != nil {
 			return "", nil, err
 		}
