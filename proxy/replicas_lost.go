@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A task whose replica left the membership set while it ran
@@ -31,11 +32,12 @@ func (rt *router) lostTask(w http.ResponseWriter, r *http.Request, ft forwardTo)
 	var req struct {
 		Method string `json:"method"`
 		Params struct {
-			TaskID string `json:"taskId"`
+			TaskID string   `json:"taskId"`
+			Meta   mcp.Meta `json:"_meta"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(ft.body, &req) != nil || req.Params.TaskID == "" {
-		return false
+	if json.Unmarshal(ft.body, &req) != nil || req.Params.TaskID == "" || !declared(nil, req.Params.Meta) {
+		return false // a host that did not declare the extension: the gate answers it here
 	}
 	if _, err := rt.tasks.e.Get(r.Context(), "", req.Params.TaskID); !errors.Is(err, tasks.ErrNotFound) {
 		return false // in the store (a finished result), or the store's error: served here

@@ -138,7 +138,7 @@ func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, taskRefused(err)
 		}
 		if pol.Mode == config.TasksAuto {
-			if res, err, ok := f.within(ctx, rec.ID, pol.Grace); ok {
+			if res, err, ok := f.within(ctx, rec.ID, pol.Grace, modernToolCall(r)); ok {
 				return res, err
 			}
 		}
@@ -148,7 +148,7 @@ func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // within waits up to grace for the task to end; if it did, the call is
 // answered as a call and the task forgotten.
-func (f *taskFront) within(ctx context.Context, id string, grace time.Duration) (mcp.Result, error, bool) {
+func (f *taskFront) within(ctx context.Context, id string, grace time.Duration, modern bool) (mcp.Result, error, bool) {
 	if done := f.e.Done(id); done != nil {
 		t := time.NewTimer(grace)
 		defer t.Stop()
@@ -167,15 +167,22 @@ func (f *taskFront) within(ctx context.Context, id string, grace time.Duration) 
 	f.e.Forget(id)
 	switch {
 	case rec.Status == tasks.Completed:
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(rec.Result, &res); err != nil {
+		res, err := inlineResult(rec.Result, modern) // tasks_inline.go
+		if err != nil {
 			return nil, fmt.Errorf("mcpkeep: the tool's result: %w", err), true
 		}
-		return &res, nil, true
+		return res, nil, true
 	case rec.Error != nil && rec.StatusMessage == "":
 		return nil, &jsonrpc.Error{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}, true
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpkeep: " + rec.StatusMessage}}}, nil, true
+	raw, err := json.Marshal(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpkeep: " + rec.StatusMessage}}})
+	if err == nil {
+		var res *mcp.CallToolResult
+		if res, err = inlineResult(raw, modern); err == nil {
+			return res, nil, true
+		}
+	}
+	return nil, err, true
 }
 
 // runner is a task's call: Pool.CallRaw on a context of its own, told
@@ -295,7 +302,10 @@ func needID(id string) error {
 	return nil
 }
 
-func (f *taskFront) get(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*detailedTask, error) {
+func (f *taskFront) get(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*detailedTask, error) {
+	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
+		return nil, err
+	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
 	}
@@ -306,7 +316,10 @@ func (f *taskFront) get(ctx context.Context, _ *mcp.ServerSession, p *taskIDPara
 	return &detailedTask{ResultType: "complete", taskFields: fieldsOf(rec), Result: rec.Result, Error: rec.Error, InputRequests: rec.InputRequests}, nil
 }
 
-func (f *taskFront) update(ctx context.Context, _ *mcp.ServerSession, p *taskUpdateParams) (*taskAck, error) {
+func (f *taskFront) update(ctx context.Context, ss *mcp.ServerSession, p *taskUpdateParams) (*taskAck, error) {
+	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
+		return nil, err
+	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
 	}
@@ -316,7 +329,10 @@ func (f *taskFront) update(ctx context.Context, _ *mcp.ServerSession, p *taskUpd
 	return &taskAck{ResultType: "complete"}, nil
 }
 
-func (f *taskFront) cancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskAck, error) {
+func (f *taskFront) cancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskAck, error) {
+	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
+		return nil, err
+	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
 	}

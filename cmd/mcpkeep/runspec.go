@@ -22,6 +22,8 @@ type runSpec struct {
 	lazy                                                 bool
 	idleStop                                             durationFlag
 	eras                                                 string
+	tasks                                                string       // "tasks": {"mode"}
+	tasksGrace                                           durationFlag // "tasks": {"graceMs"}
 }
 
 // flagOf maps a config key back to the flag that set it.
@@ -29,7 +31,7 @@ var flagOf = map[string]string{
 	"maxAttempts": "--max-attempts", "initialDelayMs": "--initial-delay", "maxDelayMs": "--max-delay",
 	"connectTimeoutMs": "--connect-timeout", "waitForReadyMs": "--wait-for-ready", "cwd": "--cwd",
 	"env": "--env", "headers": "--header", "url": "--url", "command": "COMMAND",
-	"idleStopMs": "--idle-stop", "eras": "--eras",
+	"idleStopMs": "--idle-stop", "eras": "--eras", "mode": "--tasks", "graceMs": "--tasks-grace",
 }
 
 func (r runSpec) config() (*config.Config, error) {
@@ -98,6 +100,17 @@ func (r runSpec) config() (*config.Config, error) {
 	if r.eras != "" {
 		srv["eras"] = r.eras // checked by the config parser
 	}
+	// The tasks block (docs/design.md §25), checked by the config parser.
+	tb := map[string]any{}
+	if r.tasks != "" {
+		tb["mode"] = r.tasks
+	}
+	if r.tasksGrace.set {
+		tb["graceMs"] = r.tasksGrace.d.Milliseconds()
+	}
+	if len(tb) > 0 {
+		srv["tasks"] = tb
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -115,7 +128,7 @@ func (r runSpec) config() (*config.Config, error) {
 	return cfg, nil
 }
 
-var configKey = regexp.MustCompile(`mcpServers\.[^.:]+(?:\.reconnect)?\.([A-Za-z]+)`)
+var configKey = regexp.MustCompile(`mcpServers\.[^.:]+(?:\.reconnect|\.tasks)?\.([A-Za-z]+)`)
 
 // renameKeys rewrites the parser's JSON paths into the flags that set them.
 func renameKeys(err error) error {

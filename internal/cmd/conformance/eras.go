@@ -76,6 +76,9 @@ type setRun struct {
 // prints the tables (and writes them between the README's markers) and
 // fails on a regression.
 func runEras(ctx context.Context, h *harness, readme string) int {
+	if *onlyTasks {
+		return runTasksOnly(ctx, h) // tasksconf.go
+	}
 	must, err := parseMustPass(mustPassFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -97,6 +100,8 @@ func runEras(ctx context.Context, h *harness, readme string) int {
 	for _, r := range runs {
 		wg.Go(func() { r.clients, r.skipped, r.clientErr = h.eraClients(ctx, r.set) })
 	}
+	var tr tasksRun
+	wg.Go(func() { tr = h.tasksConf(ctx) }) // tasksconf.go
 	wg.Wait()
 	for _, r := range runs {
 		wg.Go(func() { h.retryDirect(ctx, r) })
@@ -147,6 +152,9 @@ func runEras(ctx context.Context, h *harness, readme string) int {
 		if len(r.skipped) > 0 {
 			fmt.Fprintf(&body, "Not run: %s (the go-sdk's conformance baseline lists them: mechanisms its client does not implement).\n\n", codeList(r.skipped))
 		}
+	}
+	if !tr.report(&body) {
+		code = 1
 	}
 	fmt.Print("\n" + body.String())
 	if readme != "" {

@@ -277,8 +277,12 @@ const proxyServer = "ev"
 // proxy: mcpkeep proxy --listen with a config of the one stdio server,
 // behind the shim that allows for the name prefix.
 func (h *harness) proxy(ctx context.Context, dir string) (string, func(), error) {
+	return h.proxyConf(ctx, dir, fmt.Sprintf(`{"mcpServers": {%q: {"command": %q, "eras": "twin"}}}`, proxyServer, h.server))
+}
+
+// proxyConf is proxy with the config conf (its one server named proxyServer).
+func (h *harness) proxyConf(ctx context.Context, dir, conf string) (string, func(), error) {
 	cfg := filepath.Join(dir, "mcpkeep.json")
-	conf := fmt.Sprintf(`{"mcpServers": {%q: {"command": %q, "eras": "twin"}}}`, proxyServer, h.server)
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return "", nil, err
 	}
