@@ -1,6 +1,6 @@
 package fsm
 
-import "strconv"
+import "github.com/mcpkeep/mcpkeep/internal/statechart"
 
 // State is a lifecycle state of one supervised server (docs/design.md §3).
 type State uint8
@@ -33,22 +33,10 @@ var stateNames = [...]string{
 }
 
 // String returns the state's name exactly as docs/design.md §3 writes it.
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return "state(" + strconv.Itoa(int(s)) + ")"
-}
+func (s State) String() string { return statechart.Name(stateNames[:], s, "state") }
 
 // ParseState is the inverse of String.
-func ParseState(name string) (State, bool) {
-	for i, n := range stateNames {
-		if n == name {
-			return State(i), true
-		}
-	}
-	return 0, false
-}
+func ParseState(name string) (State, bool) { return statechart.Parse[State](stateNames[:], name) }
 
 // Terminal reports whether nothing leaves s.
 func (s State) Terminal() bool { return s == Disposed }

@@ -1,6 +1,6 @@
 package tasks
 
-import "strconv"
+import "github.com/mcpkeep/mcpkeep/internal/statechart"
 
 // Event is an input to a task (docs/design.md §25).
 type Event uint8
@@ -39,19 +39,7 @@ var eventNames = [...]string{
 }
 
 // String returns the event's name.
-func (e Event) String() string {
-	if int(e) < len(eventNames) {
-		return eventNames[e]
-	}
-	return "event(" + strconv.Itoa(int(e)) + ")"
-}
+func (e Event) String() string { return statechart.Name(eventNames[:], e, "event") }
 
 // ParseEvent is the inverse of String.
-func ParseEvent(name string) (Event, bool) {
-	for i, n := range eventNames {
-		if n == name {
-			return Event(i), true
-		}
-	}
-	return 0, false
-}
+func ParseEvent(name string) (Event, bool) { return statechart.Parse[Event](eventNames[:], name) }

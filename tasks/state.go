@@ -1,6 +1,6 @@
 package tasks
 
-import "strconv"
+import "github.com/mcpkeep/mcpkeep/internal/statechart"
 
 // State is a task's status as the tasks extension names it
 // (docs/design.md §25).
@@ -26,22 +26,10 @@ var stateNames = [...]string{
 }
 
 // String returns the state exactly as the extension's status field spells it.
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return "state(" + strconv.Itoa(int(s)) + ")"
-}
+func (s State) String() string { return statechart.Name(stateNames[:], s, "state") }
 
 // ParseState is the inverse of String.
-func ParseState(name string) (State, bool) {
-	for i, n := range stateNames {
-		if n == name {
-			return State(i), true
-		}
-	}
-	return 0, false
-}
+func ParseState(name string) (State, bool) { return statechart.Parse[State](stateNames[:], name) }
 
 // Terminal reports whether the task is finished: its result (or error)
 // is fixed and kept until its TTL (invariant T1: nothing leaves it).
