@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,10 +98,16 @@ func (r *run) post(ctx context.Context, method, name string, params map[string]a
 		return nil, fmt.Errorf("HTTP %d: %v: %.200s", resp.StatusCode, err, raw)
 	}
 	if msg.Error != nil {
-		return nil, fmt.Errorf("%s", msg.Error.Message)
+		return nil, rpcError(msg.Error.Message)
 	}
 	return msg.Result, nil
 }
+
+// rpcError is a JSON-RPC error answer (the other errors of post are the
+// transport's: a poll in flight through a replica as it was killed).
+type rpcError string
+
+func (e rpcError) Error() string { return string(e) }
 
 // taskServers are the ledger servers of the task hosts, one each, after
 // the other hosts' (a server's request while calls of two host sessions
@@ -134,7 +141,12 @@ func (r *run) pollTask(taskID, id string) {
 	defer cancel()
 	for ctx.Err() == nil {
 		res, err := r.post(ctx, "tasks/get", taskID, map[string]any{"taskId": taskID})
-		if err != nil {
+		var rpc rpcError
+		if err != nil && !errors.As(err, &rpc) && ctx.Err() == nil {
+			// The poll, not the task, was lost (haproxy sent it to the
+			// replica being killed): a host polls again.
+			res = nil
+		} else if err != nil {
 			r.taskFailed("tasks/get: " + err.Error())
 			return
 		}
