@@ -155,7 +155,7 @@ func (a Server) Equal(b Server) bool {
 		a.ConnectTimeout == b.ConnectTimeout && a.FailOnStartupError == b.FailOnStartupError &&
 		a.WaitForReady == b.WaitForReady && a.Tools.Equal(b.Tools) && a.Prompts.Equal(b.Prompts) &&
 		equalOverrides(a.ToolOverrides, b.ToolOverrides) && a.ReplaySafeCalls == b.ReplaySafeCalls &&
-		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.Probe == b.Probe && a.Tasks == b.Tasks
+		a.Lazy == b.Lazy && a.IdleStop == b.IdleStop && a.Probe == b.Probe && a.Tasks.Equal(b.Tasks)
 }
 
 func equalStrings(a, b []string) bool {

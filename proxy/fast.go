@@ -340,6 +340,9 @@ func (c *fastConn) prepare(req *jsonrpc.Request) (fastJob, bool) {
 	if c.s.tasks.wanted(ip, meta.ClientCapabilities) {
 		return fastJob{}, false // a task, not a relayed call (tasks.go)
 	}
+	if c.s.tasks.required(p.Name) {
+		return fastJob{}, false // a task or -32021, not a relayed call (tasks.go)
+	}
 	fr := fastReq{req: req, ss: ss, public: p.Name, args: p.Arguments, modern: ip.ProtocolVersion >= modernVersion}
 	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
 		fr.trace = &mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/replica"
 	"github.com/mcpkeep/mcpkeep/tasks"
+	"github.com/mcpkeep/mcpkeep/tools"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -116,11 +117,38 @@ func (s *Server) taskPolicy(server string) config.Tasks {
 	return config.DefaultTasks
 }
 
-// middleware answers an opted-in tools/call with a task.
+// required reports whether the public tool's mode is "required": the
+// fast path (§24) leaves its calls to the middleware, which refuses a
+// host that did not opt in.
+func (f *taskFront) required(public string) bool {
+	if f == nil {
+		return false
+	}
+	server, exposed := f.s.up.exposedBy(public)
+	return exposed && f.s.toolTaskMode(f.s.taskPolicy(server), public) == config.TasksRequired
+}
+
+// toolTaskMode is the mode of the public tool under its server's policy:
+// the "tools" entry of the tool's name as the server offers it, else the
+// server's mode (docs/design.md §25).
+func (s *Server) toolTaskMode(pol config.Tasks, public string) string {
+	if len(pol.Tools) == 0 {
+		return pol.Mode
+	}
+	if lk, ok := s.up.pool().Sink().(tools.Lookuper); ok {
+		if _, t, ok := lk.Lookup(public); ok {
+			return pol.ModeFor(t.Name)
+		}
+	}
+	return pol.Mode
+}
+
+// middleware answers an opted-in tools/call with a task, and a call of a
+// "required" tool from a host that did not opt in with -32021.
 func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		r, ok := req.(*mcp.CallToolRequest)
-		if method != "tools/call" || !ok || r.Params == nil || r.Params.RequestState != "" || !optedIn(r.ClientCapabilities()) {
+		if method != "tools/call" || !ok || r.Params == nil || r.Params.RequestState != "" {
 			return next(ctx, method, req)
 		}
 		server, exposed := f.s.up.exposedBy(r.Params.Name)
@@ -128,7 +156,14 @@ func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req) // the unknown-tool answer, as before
 		}
 		pol := f.s.taskPolicy(server)
-		if pol.Mode == config.TasksNever {
+		mode := f.s.toolTaskMode(pol, r.Params.Name)
+		if !optedIn(r.ClientCapabilities()) {
+			if mode == config.TasksRequired {
+				return nil, extensionRequired() // tasks_gate.go
+			}
+			return next(ctx, method, req)
+		}
+		if mode == config.TasksNever {
 			return next(ctx, method, req)
 		}
 		rec, err := f.e.Create(tasks.Spec{Server: server, Tool: r.Params.Name, TTL: pol.TTL,
@@ -137,7 +172,7 @@ func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return nil, taskRefused(err)
 		}
-		if pol.Mode == config.TasksAuto {
+		if mode == config.TasksAuto {
 			if res, err, ok := f.within(ctx, rec.ID, pol.Grace, modernToolCall(r)); ok {
 				return res, err
 			}

@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -70,5 +73,80 @@ func TestTasksNameHeaderMismatch(t *testing.T) {
 	code, jcode, raw := post(t, h, body, hdr)
 	if code != http.StatusBadRequest || jcode != -32020 {
 		t.Fatalf("mismatched Mcp-Name: HTTP %d, error %d: %s; want 400, -32020", code, jcode, raw)
+	}
+}
+
+// taskToolRig serves server d, whose "tasks" block gives tools their own
+// modes (docs/design.md §25): echo "required", sleep "always", the
+// others the server's "never".
+func taskToolRig(t *testing.T, stdio bool) *rig {
+	t.Helper()
+	r := newRigWith(t, Options{}, map[string]map[string]any{
+		"d": {"tasks": map[string]any{"mode": "never", "tools": map[string]any{"echo": "required", "sleep": "always"}}},
+	}, "d")
+	r.stdio = stdio
+	r.downstream = legacyVersion
+	return r
+}
+
+// TestTasksToolPolicy: a tool's own mode wins over its server's; a
+// "required" tool gives a host that declared the extension a task and
+// one that did not -32021 naming the extension, never a plain call
+// (tasks-required-task-error's sep-2663-server-returns-missing-capability-when-required).
+func TestTasksToolPolicy(t *testing.T) {
+	r := taskToolRig(t, false)
+	h, err := r.srv.Handler(HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitApplied()
+	for _, c := range []struct {
+		name  string
+		args  map[string]any
+		optIn bool
+		code  int64
+		task  bool
+	}{
+		{"d__echo", map[string]any{"text": "hi"}, false, -32021, false},
+		{"d__echo", map[string]any{"text": "hi"}, true, 0, true},
+		{"d__sleep", map[string]any{"ms": 10}, true, 0, true},
+		{"d__sleep", map[string]any{"ms": 10}, false, 0, false},
+		{"d__hang", map[string]any{}, true, -1, false}, // "never": a plain call; not made here (it hangs)
+	} {
+		if c.code == -1 {
+			if got := r.srv.toolTaskMode(r.srv.taskPolicy("d"), c.name); got != "never" {
+				t.Errorf("%s: mode %q, want the server's \"never\"", c.name, got)
+			}
+			continue
+		}
+		jcode, res := callTool(t, h, c.name, c.args, c.optIn)
+		if jcode != c.code {
+			t.Errorf("%s (opt-in %v): error %d, want %d: %s", c.name, c.optIn, jcode, c.code, resultText(res))
+			continue
+		}
+		if got := res["resultType"] == "task"; jcode == 0 && got != c.task {
+			t.Errorf("%s (opt-in %v): task %v, want %v: %s", c.name, c.optIn, got, c.task, resultText(res))
+		}
+		if id, _ := res["taskId"].(string); id != "" {
+			pollTask(t, h, id)
+		}
+	}
+}
+
+// TestTasksRequiredToolLegacyHost: a 2025-11-25 host on stdio, which the
+// fast path (§24) serves, that did not declare the extension gets -32021
+// for a "required" tool, with data.requiredCapabilities naming it.
+func TestTasksRequiredToolLegacyHost(t *testing.T) {
+	r := taskToolRig(t, true)
+	cs := r.host(legacyVersion, nil)
+	r.waitApplied()
+	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "d__echo", Arguments: map[string]any{"text": "hi"}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != mcp.CodeMissingRequiredClientCapabilities || !strings.Contains(string(je.Data), tasksExtension) {
+		t.Fatalf("call of a required tool without the extension: %v, want -32021 naming %s", err, tasksExtension)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "d__sleep", Arguments: map[string]any{"ms": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("a plain call of another tool: %v %+v", err, res)
 	}
 }

@@ -41,9 +41,16 @@ func needExtension(ss *mcp.ServerSession, meta mcp.Meta) error {
 	if declared(ss, meta) {
 		return nil
 	}
+	return extensionRequired()
+}
+
+// extensionRequired is -32021 naming the extension: the answer to a host
+// that did not declare it, for the tasks methods and for a call of a tool
+// whose policy is "required" (tasks.go).
+func extensionRequired() error {
 	return &jsonrpc.Error{
 		Code:    mcp.CodeMissingRequiredClientCapabilities,
-		Message: "mcpkeep: the tasks methods need the client capability extensions[\"" + tasksExtension + "\"]",
+		Message: "mcpkeep: this request needs the client capability extensions[\"" + tasksExtension + "\"]",
 		Data:    json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + tasksExtension + `":{}}}}`),
 	}
 }

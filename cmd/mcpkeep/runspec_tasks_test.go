@@ -18,7 +18,7 @@ func TestRunTasksFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Tasks{Mode: config.TasksAuto, Grace: 300 * time.Millisecond}
-	if got := cfg.Servers[0].Tasks; got != want {
+	if got := cfg.Servers[0].Tasks; !got.Equal(want) {
 		t.Fatalf("tasks = %+v, want %+v", got, want)
 	}
 	_, err = runSpec{name: "s", command: []string{"srv"}, tasks: "sometimes"}.config()
