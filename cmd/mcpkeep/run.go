@@ -88,6 +88,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&spec.eras, "eras", "", "with --listen, serve 2026-07-28 hosts from a `twin` process of the stdio server, or keep one `shared` process (config eras; default shared)")
 	f.StringVar(&spec.tasks, "tasks", "", "the tasks extension for hosts that opt in: `auto` (a task for a call still running after --tasks-grace), always or never (config tasks.mode; default auto)")
 	f.Var(&spec.tasksGrace, "tasks-grace", "with --tasks auto, how long a call runs before it becomes a task, e.g. 300ms (config tasks.graceMs; default 1s)")
+	f.Var(&spec.tasksTools, "tasks-tool", "a tool's own tasks mode, `TOOL=MODE` with MODE auto, always, never or required (repeatable; config tasks.tools)")
 	f.StringVar(&spec.cwd, "cwd", "", "the command's working directory `DIR`")
 	f.Var(&spec.env, "env", "an environment variable of the command, `K=V` (repeatable; ${VAR} expands at each spawn)")
 	f.Var(&spec.headers, "header", "an HTTP header of --url requests, `K=V` (repeatable)")

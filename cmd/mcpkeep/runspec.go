@@ -24,6 +24,7 @@ type runSpec struct {
 	eras                                                 string
 	tasks                                                string       // "tasks": {"mode"}
 	tasksGrace                                           durationFlag // "tasks": {"graceMs"}
+	tasksTools                                           kvFlag       // "tasks": {"tools"}
 }
 
 // flagOf maps a config key back to the flag that set it.
@@ -32,6 +33,7 @@ var flagOf = map[string]string{
 	"connectTimeoutMs": "--connect-timeout", "waitForReadyMs": "--wait-for-ready", "cwd": "--cwd",
 	"env": "--env", "headers": "--header", "url": "--url", "command": "COMMAND",
 	"idleStopMs": "--idle-stop", "eras": "--eras", "mode": "--tasks", "graceMs": "--tasks-grace",
+	"tools": "--tasks-tool",
 }
 
 func (r runSpec) config() (*config.Config, error) {
@@ -107,6 +109,9 @@ func (r runSpec) config() (*config.Config, error) {
 	}
 	if r.tasksGrace.set {
 		tb["graceMs"] = r.tasksGrace.d.Milliseconds()
+	}
+	if len(r.tasksTools) > 0 {
+		tb["tools"] = r.tasksTools.m()
 	}
 	if len(tb) > 0 {
 		srv["tasks"] = tb

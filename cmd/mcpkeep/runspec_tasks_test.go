@@ -25,4 +25,12 @@ func TestRunTasksFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--tasks:") {
 		t.Fatalf("bad mode: err = %v, want one naming --tasks", err)
 	}
+	spec.tasksTools = kvFlag{"failing_job=required"}
+	if cfg, err = spec.config(); err != nil || cfg.Servers[0].Tasks.ModeFor("failing_job") != config.TasksRequired {
+		t.Fatalf("--tasks-tool: %v, %+v", err, cfg)
+	}
+	spec.tasksTools = kvFlag{"failing_job=sometimes"}
+	if _, err = spec.config(); err == nil || !strings.Contains(err.Error(), "--tasks-tool") {
+		t.Fatalf("bad tool mode: err = %v, want one naming --tasks-tool", err)
+	}
 }

@@ -32,10 +32,13 @@ const pkgTasksServer = "./internal/cmd/conformance-tasks-server"
 // must not become a task, so not "always") and a task from every call
 // that works 1s or more (slow_compute with seconds 1, failing_job,
 // protocol_error_job): the grace must sit well below 1s and above the
-// hop of a quick call on a loaded machine (docs/design.md §25).
+// hop of a quick call on a loaded machine (docs/design.md §25). Tools
+// the suite registers with taskSupport "required" are "required" here:
+// failing_job (tasks-required-task-error wants -32021 from a host that
+// did not declare the extension; the others that call it declare it).
 var (
-	tasksFlags      = []string{"--tasks", "auto", "--tasks-grace", "300ms"}
-	tasksPolicyJSON = `{"mode": "auto", "graceMs": 300}`
+	tasksFlags      = []string{"--tasks", "auto", "--tasks-grace", "300ms", "--tasks-tool", "failing_job=required"}
+	tasksPolicyJSON = `{"mode": "auto", "graceMs": 300, "tools": {"failing_job": "required"}}`
 )
 
 // tasksRevision is the requirement set the tasks scenarios belong to.
