@@ -352,6 +352,12 @@ func (h *harness) retryAlone(ctx context.Context, set requirementSet, dc eraColu
 // modeServer is the go-sdk's server over Streamable HTTP, stateless or
 // stateful.
 func (h *harness) modeServer(stateless bool) target {
+	return h.httpServer("everything-server", h.server, stateless)
+}
+
+// httpServer runs bin (a go-sdk conformance server taking -http and
+// -stateless) over Streamable HTTP on a free loopback port.
+func (h *harness) httpServer(name, bin string, stateless bool) target {
 	return func(ctx context.Context, dir string) (string, func(), error) {
 		h.bindMu.Lock()
 		defer h.bindMu.Unlock()
@@ -360,8 +366,8 @@ func (h *harness) modeServer(stateless bool) target {
 			return "", nil, err
 		}
 		addr := net.JoinHostPort("127.0.0.1", port)
-		p, err := start("everything-server", filepath.Join(dir, "server.log"),
-			[]string{h.server, "-http", addr, fmt.Sprintf("-stateless=%v", stateless)}, nil)
+		p, err := start(name, filepath.Join(dir, "server.log"),
+			[]string{bin, "-http", addr, fmt.Sprintf("-stateless=%v", stateless)}, nil)
 		if err != nil {
 			return "", nil, err
 		}

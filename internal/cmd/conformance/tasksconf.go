@@ -7,7 +7,6 @@ import (
 	_ "embed"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,24 +191,7 @@ func (h *harness) tasksColumn(ctx context.Context, name string, t target, scenar
 // run --url stateful, which mcpkeep reaches on the 2025-11-25 wire and
 // where the server's elicitations have a session to reach mcpkeep.
 func (h *harness) tasksServerHTTP(bin string, stateless bool) target {
-	return func(ctx context.Context, dir string) (string, func(), error) {
-		h.bindMu.Lock()
-		defer h.bindMu.Unlock()
-		port, err := freePort()
-		if err != nil {
-			return "", nil, err
-		}
-		addr := net.JoinHostPort("127.0.0.1", port)
-		p, err := start("conformance-tasks-server", filepath.Join(dir, "server.log"), []string{bin, "-http", addr, fmt.Sprintf("-stateless=%v", stateless)}, nil)
-		if err != nil {
-			return "", nil, err
-		}
-		if err := waitAccept(ctx, p, addr); err != nil {
-			p.stop()
-			return "", nil, err
-		}
-		return "http://" + addr + "/mcp", p.stop, nil
-	}
+	return h.httpServer("conformance-tasks-server", bin, stateless)
 }
 
 // tasksStdio: mcpkeep run --listen with the tasks policy, the tasks
