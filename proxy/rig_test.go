@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -250,6 +251,15 @@ func serveFeatures(name string, gen uint64, s *mcp.Server) {
 		res, err := req.Session.CreateMessage(ctx, params)
 		if err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		// {"hang": true}: after the answer, work until cancelled (a task's
+		// rounds, tasks_rounds_test.go).
+		var in struct {
+			Hang bool `json:"hang"`
+		}
+		if _ = json.Unmarshal(req.Params.Arguments, &in); in.Hang {
+			<-ctx.Done()
+			return nil, ctx.Err()
 		}
 		tc, _ := res.Content.(*mcp.TextContent)
 		if tc == nil {

@@ -40,6 +40,10 @@ type sealedState struct {
 	Digest string `json:"d"`
 	Expiry int64  `json:"e"` // Unix milliseconds
 	Host   string `json:"h"`
+	// Task, when set, makes the state a task's pointer: round 1 of a
+	// 2026-07-28 host's call whose task asked for input within the grace
+	// period (tasks_rounds.go, docs/design.md §25); Bridge is then empty.
+	Task string `json:"k,omitempty"`
 }
 
 // stateSealer seals and opens sealed states.

@@ -148,8 +148,14 @@ func (s *Server) toolTaskMode(pol config.Tasks, public string) string {
 func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		r, ok := req.(*mcp.CallToolRequest)
-		if method != "tools/call" || !ok || r.Params == nil || r.Params.RequestState != "" {
+		if method != "tools/call" || !ok || r.Params == nil {
 			return next(ctx, method, req)
+		}
+		if rs := r.Params.RequestState; rs != "" {
+			if st, werr := f.s.host.bridges.sealer().open(rs); werr == nil && st.Task != "" {
+				return f.resume(ctx, r, st) // tasks_rounds.go
+			}
+			return next(ctx, method, req) // a bridge's round (tools.go), or a state it refuses
 		}
 		server, exposed := f.s.up.exposedBy(r.Params.Name)
 		if !exposed {
@@ -173,28 +179,17 @@ func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, taskRefused(err)
 		}
 		if mode == config.TasksAuto {
-			if res, err, ok := f.within(ctx, rec.ID, pol.Grace, modernToolCall(r)); ok {
-				return res, err
-			}
+			// Inline, input required (a 2026-07-28 host), or the task
+			// (tasks_rounds.go).
+			return f.answer(ctx, rec.ID, taskCall{server: server, tool: r.Params.Name, modern: modernToolCall(r)}, pol.Grace)
 		}
 		return createResult(rec), nil
 	}
 }
 
-// within waits up to grace for the task to end; if it did, the call is
-// answered as a call and the task forgotten.
-func (f *taskFront) within(ctx context.Context, id string, grace time.Duration, modern bool) (mcp.Result, error, bool) {
-	if done := f.e.Done(id); done != nil {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			return nil, nil, false
-		case <-ctx.Done():
-			return nil, nil, false
-		}
-	}
+// finished answers the call of a task that ended as a call, and forgets
+// the task; ok is false when the task is not found ended.
+func (f *taskFront) finished(id string, modern bool) (mcp.Result, error, bool) {
 	rec, err := f.e.Get(context.Background(), "", id)
 	if err != nil || !rec.Status.Terminal() {
 		return nil, nil, false

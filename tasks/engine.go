@@ -54,6 +54,9 @@ type task struct {
 	timer  *clock.Timer
 	inputs map[string]chan json.RawMessage
 	done   chan struct{}
+	// moved is closed, and replaced, at each change of the task (its
+	// status, its open input requests, its end): Watch.
+	moved chan struct{}
 }
 
 // keptTask is what the engine knows of a finished task it put in the
@@ -135,6 +138,7 @@ func (e *Engine) Create(s Spec) (Record, error) {
 		cancel: cancel,
 		inputs: map[string]chan json.RawMessage{},
 		done:   make(chan struct{}),
+		moved:  make(chan struct{}),
 	}
 	e.live[t.rec.ID] = t
 	id := t.rec.ID
@@ -265,6 +269,7 @@ func (e *Engine) fire(t *task, ev Event, f Facts, fill func(*Record, State)) (Tr
 	}
 	t.rec.Status, t.rec.UpdatedAt, t.rec.StatusMessage = tr.To, now, tr.Message
 	if !tr.To.Terminal() {
+		t.movedLocked()
 		rec := t.snapshot()
 		e.mu.Unlock()
 		e.changed(rec)
@@ -289,6 +294,7 @@ func (e *Engine) endLocked(t *task, now time.Time) Record {
 	t.rec.InputRequests = nil
 	clear(t.inputs)
 	close(t.done)
+	t.movedLocked()
 	delete(e.live, t.rec.ID)
 	rec := t.snapshot()
 	if now.Before(rec.ExpiresAt) {
@@ -411,6 +417,7 @@ func (e *Engine) Update(owner, id string, responses map[string]json.RawMessage) 
 		t.inputs[key] <- v
 		delete(t.inputs, key)
 		delete(t.rec.InputRequests, key)
+		t.movedLocked()
 	}
 	answered := len(t.inputs) == 0 && t.rec.Status == InputRequired
 	rec := t.snapshot()

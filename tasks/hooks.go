@@ -40,6 +40,7 @@ func (h Hooks) Ask(ctx context.Context, key string, request json.RawMessage) (js
 		t.rec.InputRequests = map[string]json.RawMessage{}
 	}
 	t.rec.InputRequests[key] = request
+	t.movedLocked()
 	working := t.rec.Status == Working
 	rec := t.rec
 	rec.InputRequests = maps.Clone(t.rec.InputRequests)
@@ -59,6 +60,7 @@ func (h Hooks) Ask(ctx context.Context, key string, request json.RawMessage) (js
 		if t.inputs[key] == ch {
 			delete(t.inputs, key)
 			delete(t.rec.InputRequests, key)
+			t.movedLocked()
 		}
 		e.mu.Unlock()
 		return nil, ctx.Err()
