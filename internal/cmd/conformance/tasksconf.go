@@ -35,9 +35,17 @@ const pkgTasksServer = "./internal/cmd/conformance-tasks-server"
 // the suite registers with taskSupport "required" are "required" here:
 // failing_job (tasks-required-task-error wants -32021 from a host that
 // did not declare the extension; the others that call it declare it).
+// Under "auto" a 2026-07-28 host's call whose task asks for input within
+// the grace is answered as a call that needs input, and becomes a task
+// only when it still works after the answer (test_tool_with_task, for
+// tasks-mrtr-composition); confirm_delete and multi_input ask at once
+// too, but tasks-mrtr-input wants their task at once, so they are
+// "always": tools whose work is the asking (a person's confirmation),
+// which a user wants held as a task the host can leave and come back to.
 var (
-	tasksFlags      = []string{"--tasks", "auto", "--tasks-grace", "300ms", "--tasks-tool", "failing_job=required"}
-	tasksPolicyJSON = `{"mode": "auto", "graceMs": 300, "tools": {"failing_job": "required"}}`
+	tasksFlags = []string{"--tasks", "auto", "--tasks-grace", "300ms", "--tasks-tool", "failing_job=required",
+		"--tasks-tool", "confirm_delete=always", "--tasks-tool", "multi_input=always"}
+	tasksPolicyJSON = `{"mode": "auto", "graceMs": 300, "tools": {"failing_job": "required", "confirm_delete": "always", "multi_input": "always"}}`
 )
 
 // tasksRevision is the requirement set the tasks scenarios belong to.
