@@ -99,7 +99,7 @@ func table(title string, cols []column) string {
 	b.WriteString(" |\n")
 	if slices.ContainsFunc(skipped, func(n int) bool { return n > 0 }) {
 		// A blank line first: a line right after a table is its row.
-		b.WriteString("\n" + skippedMark + " skipped by the suite: it SKIPPED every check of the scenario (its harness awaits a rewrite), so it neither passes nor fails and counts apart.\n")
+		b.WriteString("\n" + skippedMark + " skipped by the suite: it reported every check of the scenario SKIPPED, so the scenario neither passes nor fails and counts apart.\n")
 	}
 	return b.String()
 }

@@ -131,7 +131,7 @@ func TestTableSkipped(t *testing.T) {
 		"| `n` | –¹ | –¹ |\n" +
 		"| `x` | ✗ | ✗ |\n" +
 		"| passed | 1 / 2 (1 skipped by the suite) | 1 / 2 (1 skipped by the suite) |\n" +
-		"\n–¹ skipped by the suite: it SKIPPED every check of the scenario (its harness awaits a rewrite), so it neither passes nor fails and counts apart.\n"
+		"\n–¹ skipped by the suite: it reported every check of the scenario SKIPPED, so the scenario neither passes nor fails and counts apart.\n"
 	if got := table("scenario", cols); got != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", got, want)
 	}
