@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -52,7 +53,9 @@ func compare(cols []column) []regression {
 }
 
 // table renders the columns as a Markdown table: a row per scenario of
-// the reference column (✓ passes, ✗ fails, – no result), and a total.
+// the reference column (✓ passes, ✗ fails, – no result, –¹ skipped by
+// the suite: every check SKIPPED), and a total, in which a skipped
+// scenario counts apart; a footnote says what –¹ means when one is there.
 func table(title string, cols []column) string {
 	var b strings.Builder
 	b.WriteString("| " + title)
@@ -66,6 +69,7 @@ func table(title string, cols []column) string {
 	b.WriteString("|\n")
 	scenarios := sortedKeys(cols[0].Results)
 	passed := make([]int, len(cols))
+	skipped := make([]int, len(cols))
 	for _, sc := range scenarios {
 		b.WriteString("| `" + sc + "`")
 		for i, c := range cols {
@@ -76,6 +80,9 @@ func table(title string, cols []column) string {
 			case o.ok():
 				passed[i]++
 				b.WriteString(" | ✓")
+			case o.skipped():
+				skipped[i]++
+				b.WriteString(" | " + skippedMark)
 			default:
 				b.WriteString(" | ✗")
 			}
@@ -83,12 +90,22 @@ func table(title string, cols []column) string {
 		b.WriteString(" |\n")
 	}
 	b.WriteString("| passed")
-	for _, p := range passed {
-		fmt.Fprintf(&b, " | %d / %d", p, len(scenarios))
+	for i, p := range passed {
+		fmt.Fprintf(&b, " | %d / %d", p, len(scenarios)-skipped[i])
+		if skipped[i] > 0 {
+			fmt.Fprintf(&b, " (%d skipped by the suite)", skipped[i])
+		}
 	}
 	b.WriteString(" |\n")
+	if slices.ContainsFunc(skipped, func(n int) bool { return n > 0 }) {
+		// A blank line first: a line right after a table is its row.
+		b.WriteString("\n" + skippedMark + " skipped by the suite: it reported every check of the scenario SKIPPED, so the scenario neither passes nor fails and counts apart.\n")
+	}
 	return b.String()
 }
+
+// skippedMark is a scenario the suite skipped, in the tables.
+const skippedMark = "–¹"
 
 // The README markers around the generated tables.
 const (

@@ -31,6 +31,8 @@ func TestReadResults(t *testing.T) {
 	write("sse-retry-2026-12-01T22-27-24-257Z", `[{"id":"t","status":"SUCCESS"},{"id":"w","status":"WARNING","description":"should"}]`)
 	write("auth/basic-cimd-2026-12-01T22-27-25-257Z", `[{"id":"t","status":"SUCCESS"}]`)
 	write("server-empty-2026-12-01T22-27-24-257Z", `[{"id":"i","status":"INFO"}]`)
+	write("server-tasks-status-notifications-2026-12-01T22-27-24-257Z", `[{"id":"s","status":"SKIPPED","errorMessage":"Skipped: rewrite"}]`)
+	write("server-half-2026-12-01T22-27-24-257Z", `[{"id":"s","status":"SKIPPED"},{"id":"f","status":"FAILURE","errorMessage":"no"}]`)
 	if err := os.Mkdir(filepath.Join(dir, "not-a-result"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +41,13 @@ func TestReadResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]outcome{
-		"ping":                      {Passed: 1},
-		"elicitation-sep1330-enums": {Passed: 1, Failed: 1, Failures: []string{"general: Server did not request elicitation"}},
-		"sse-retry":                 {Passed: 1, Warnings: []string{"w: warning: should"}},
-		"empty":                     {},
-		"auth/basic-cimd":           {Passed: 1},
+		"ping":                       {Passed: 1},
+		"elicitation-sep1330-enums":  {Passed: 1, Failed: 1, Failures: []string{"general: Server did not request elicitation"}},
+		"sse-retry":                  {Passed: 1, Warnings: []string{"w: warning: should"}},
+		"empty":                      {},
+		"auth/basic-cimd":            {Passed: 1},
+		"tasks-status-notifications": {Skipped: 1},
+		"half":                       {Failed: 1, Skipped: 1, Failures: []string{"f: no"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("readResults = %#v\nwant %#v", got, want)
@@ -51,6 +55,11 @@ func TestReadResults(t *testing.T) {
 	for sc, ok := range map[string]bool{"ping": true, "elicitation-sep1330-enums": false, "sse-retry": true, "empty": false} {
 		if got[sc].ok() != ok {
 			t.Errorf("%s: ok() = %v, want %v", sc, !ok, ok)
+		}
+	}
+	for sc, skipped := range map[string]bool{"tasks-status-notifications": true, "half": false, "empty": false, "ping": false} {
+		if got[sc].skipped() != skipped || (skipped && got[sc].ok()) {
+			t.Errorf("%s: skipped() = %v, ok() = %v; want skipped %v", sc, got[sc].skipped(), got[sc].ok(), skipped)
 		}
 	}
 	if s := strict(got["sse-retry"]); s.ok() || !reflect.DeepEqual(s.Failures, []string{"w: warning: should"}) {
@@ -104,6 +113,33 @@ func TestTable(t *testing.T) {
 		"| passed | 2 / 3 | 2 / 3 | 1 / 3 |\n"
 	if got := table("scenario", sampleCols); got != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestTableSkipped: a scenario whose every check the suite SKIPPED is –¹
+// in every column and counts apart in the total, with a footnote; a
+// SKIPPED beside a FAILURE or a WARNING is ✗.
+func TestTableSkipped(t *testing.T) {
+	skip := outcome{Skipped: 1}
+	cols := []column{
+		{Name: "direct", Results: map[string]outcome{"a": {Passed: 1}, "n": skip, "x": {Skipped: 1, Failed: 1, Failures: []string{"f: no"}}}},
+		{Name: "proxy", Results: map[string]outcome{"a": {Passed: 1}, "n": skip, "x": {Skipped: 1, Warnings: []string{"w: warning: should"}}}},
+	}
+	want := "| scenario | direct | proxy |\n" +
+		"|---|:-:|:-:|\n" +
+		"| `a` | ✓ | ✓ |\n" +
+		"| `n` | –¹ | –¹ |\n" +
+		"| `x` | ✗ | ✗ |\n" +
+		"| passed | 1 / 2 (1 skipped by the suite) | 1 / 2 (1 skipped by the suite) |\n" +
+		"\n–¹ skipped by the suite: it reported every check of the scenario SKIPPED, so the scenario neither passes nor fails and counts apart.\n"
+	if got := table("scenario", cols); got != want {
+		t.Fatalf("table:\n%s\nwant:\n%s", got, want)
+	}
+	if regs := compare(cols); len(regs) != 0 {
+		t.Errorf("a skip is no regression: %v", regs)
+	}
+	if m := merge([]map[string]outcome{{"n": skip}, {"n": skip}}); !m["n"].skipped() || len(m["n"].Failures) != 0 {
+		t.Errorf("merged skips: %#v, want a skip", m["n"])
 	}
 }
 

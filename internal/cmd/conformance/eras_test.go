@@ -155,3 +155,23 @@ Run and reported, but never scored:
 		t.Errorf("revision of the active suite = %q", r)
 	}
 }
+
+// TestPickColumns keeps the named columns and those they are held to, in
+// order, their references renumbered, and names a column that is none.
+func TestPickColumns(t *testing.T) {
+	ecs := []eraColumn{{id: "stateful"}, {id: "stateless"}, {id: "stdio", refs: []int{0, 1}},
+		{id: "url-stateless", refs: []int{1}}, {id: "proxy", refs: []int{0, 1}}}
+	got, err := pickColumns(ecs, []string{"url-stateless"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].id != "stateless" || got[1].id != "url-stateless" || !reflect.DeepEqual(got[1].refs, []int{0}) {
+		t.Errorf("pickColumns(url-stateless) = %+v", got)
+	}
+	if ecs[3].refs[0] != 1 {
+		t.Errorf("pickColumns changed its argument's refs: %v", ecs[3].refs)
+	}
+	if _, err := pickColumns(ecs, []string{"proxy", "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("pickColumns(nope) = %v, want an error naming it", err)
+	}
+}

@@ -7,8 +7,11 @@
 // (conformance/everything-server, at the version go.mod pins) directly
 // over Streamable HTTP, stateful and stateless, and through `mcpkeep run
 // -- server` (stdio), `mcpkeep run --url` in front of each mode and
-// `mcpkeep proxy --listen` with a config of that one server (behind a
-// shim that allows for the proxy's name prefix); see eras.go. Where
+// `mcpkeep proxy --listen` with a config of that server and
+// internal/cmd/conformance-tasks-server, whose tools the tasks scenarios
+// call (behind a shim that allows for the proxy's name prefixes); see
+// eras.go. The tasks scenarios also run alone against the tasks server
+// (tasksconf.go). Where
 // redis-server and haproxy are on PATH (-replicas), a last column runs
 // both sets through haproxy in front of three `mcpkeep run --store`
 // replicas, held to `run -- server` (replicas.go). Client
@@ -115,6 +118,12 @@ type harness struct {
 	// on it (freePort), so two columns starting at once never pick one
 	// port.
 	bindMu sync.Mutex
+
+	// tasksServer is internal/cmd/conformance-tasks-server (tasksconf.go);
+	// tasksNames are the tools and prompts it offers, each with its
+	// prefix in the proxy column (proxy).
+	tasksServer string
+	tasksNames  map[shimName]string
 }
 
 func run(ctx context.Context, node, suite, readme string, keep bool, repeat, jobs int, withReplicas, replicasControl bool) int {
@@ -174,7 +183,7 @@ func (h *harness) build(ctx context.Context) error {
 	for _, b := range []struct {
 		pkg string
 		out *string
-	}{{pkgServer, &h.server}, {pkgClient, &h.client}, {pkgMcpkeep, &h.mcpkeep}, {pkgAdapter, &h.adapter}} {
+	}{{pkgServer, &h.server}, {pkgClient, &h.client}, {pkgMcpkeep, &h.mcpkeep}, {pkgAdapter, &h.adapter}, {pkgTasksServer, &h.tasksServer}} {
 		*b.out = filepath.Join(bin, filepath.Base(b.pkg))
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", *b.out, b.pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -182,7 +191,9 @@ func (h *harness) build(ctx context.Context) error {
 			return fmt.Errorf("go build %s: %w", b.pkg, err)
 		}
 	}
-	return nil
+	var err error
+	h.tasksNames, err = offered(ctx, h.tasksServer, tasksProxyServer+"__")
+	return err
 }
 
 // A target starts what the suite is pointed at and returns its URL and
@@ -270,18 +281,29 @@ func (h *harness) inFront(server target) target {
 	}
 }
 
-// proxyServer is the proxy config's name of the one server: its tools
-// and prompts are "ev__<name>" through the proxy.
-const proxyServer = "ev"
+// The proxy config's names of its servers: through the proxy the
+// everything-server's tools and prompts are "ev__<name>", the tasks
+// server's "tk__<name>".
+const (
+	proxyServer      = "ev"
+	tasksProxyServer = "tk"
+)
 
-// proxy: mcpkeep proxy --listen with a config of the one stdio server,
-// behind the shim that allows for the name prefix.
+// proxy: mcpkeep proxy --listen, one front door for a host's servers,
+// with a config of both stdio servers: the everything-server and the
+// tasks server with the tasks policy of the tasks columns, so that every
+// scenario of both requirement sets finds its tools (docs/design.md §24,
+// §25). Behind the shim that gives a name the tasks server offers its
+// prefix, any other the everything-server's.
 func (h *harness) proxy(ctx context.Context, dir string) (string, func(), error) {
-	return h.proxyConf(ctx, dir, fmt.Sprintf(`{"mcpServers": {%q: {"command": %q, "eras": "twin"}}}`, proxyServer, h.server))
+	conf := fmt.Sprintf(`{"mcpServers": {%q: {"command": %q, "eras": "twin"}, %q: %s}}`,
+		proxyServer, h.server, tasksProxyServer, tasksServerEntry(h.tasksServer))
+	return h.proxyConf(ctx, dir, conf, proxyServer+"__", h.tasksNames)
 }
 
-// proxyConf is proxy with the config conf (its one server named proxyServer).
-func (h *harness) proxyConf(ctx context.Context, dir, conf string) (string, func(), error) {
+// proxyConf is proxy with the config conf, behind a shim that gives the
+// names in owned their prefix and any other prefix.
+func (h *harness) proxyConf(ctx context.Context, dir, conf, prefix string, owned map[shimName]string) (string, func(), error) {
 	cfg := filepath.Join(dir, "mcpkeep.json")
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return "", nil, err
@@ -307,7 +329,7 @@ func (h *harness) proxyConf(ctx context.Context, dir, conf string) (string, func
 		p.stop()
 		return "", nil, err
 	}
-	sh := newShim(pu, proxyServer+"__")
+	sh := newShim(pu, prefix, owned)
 	// A request the suite gives up (a scenario's end) is logged there.
 	sh.rp.ErrorLog = log.New(shimLog, "shim: ", log.LstdFlags)
 	srv := &http.Server{Handler: sh, ReadHeaderTimeout: 10 * time.Second, ErrorLog: sh.rp.ErrorLog}

@@ -15,8 +15,8 @@ import (
 
 // merge folds the repetitions of one column into one verdict per scenario:
 // the first failing repetition's, its failures marked with it, or the
-// last passing one; a scenario missing from a repetition counts as failed
-// in it.
+// last passing (or skipped by the suite) one; a scenario missing from a
+// repetition counts as failed in it.
 func merge(reps []map[string]outcome) map[string]outcome {
 	out := map[string]outcome{}
 	if len(reps) == 0 {
@@ -34,7 +34,7 @@ func merge(reps []map[string]outcome) map[string]outcome {
 			if !ok {
 				o = outcome{Failed: 1, Failures: []string{"no result"}}
 			}
-			if o.ok() {
+			if o.ok() || o.skipped() {
 				out[sc] = o
 				continue
 			}

@@ -13,18 +13,29 @@ import (
 
 // The proxy exposes a server's tools and prompts as "<server>__<name>"
 // (docs/design.md §9, §14) while the suite asks for the names its test
-// server defines. The shim sits between them and allows for exactly that
-// prefix: it adds it to the names the suite sends (tools/call,
-// prompts/get, a prompt's completion ref) and strips it from the lists
-// the proxy answers. Everything else passes byte for byte, the Host
-// header included (the DNS rebinding scenario sends its own).
+// servers define. The shim sits between them and allows for exactly those
+// prefixes: it adds one to the names the suite sends (tools/call,
+// prompts/get, a prompt's completion ref, the Mcp-Name header of a
+// tools/call or prompts/get), the prefix of the server that offers the
+// name (owned: the tasks server's tools), else the default one (the
+// everything-server's), and strips any of them from the lists the proxy
+// answers. Everything else passes byte for byte, the Host header included
+// (the DNS rebinding scenario sends its own), and task ids too: they are
+// not names (docs/design.md §25).
 type shim struct {
-	prefix string
+	prefix string // of a name no other server owns
+	owned  map[shimName]string
 	rp     *httputil.ReverseProxy
 }
 
-func newShim(target *url.URL, prefix string) *shim {
-	s := &shim{prefix: prefix}
+// A shimName is a tool's or a prompt's name (kind "tool" or "prompt") as
+// its server offers it.
+type shimName struct{ kind, name string }
+
+// newShim is a shim in front of target: a name in owned gets its prefix,
+// any other prefix.
+func newShim(target *url.URL, prefix string, owned map[shimName]string) *shim {
+	s := &shim{prefix: prefix, owned: owned}
 	s.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
@@ -63,10 +74,33 @@ func newShim(target *url.URL, prefix string) *shim {
 	return s
 }
 
+// prefixed is name as the proxy offers it.
+func (s *shim) prefixed(kind, name string) string {
+	if p, ok := s.owned[shimName{kind, name}]; ok {
+		return p + name
+	}
+	return s.prefix + name
+}
+
+// unprefixed is a listed name without its server's prefix, and whether it
+// had one.
+func (s *shim) unprefixed(name string) (string, bool) {
+	if rest, ok := strings.CutPrefix(name, s.prefix); ok {
+		return rest, true
+	}
+	for _, p := range s.owned {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			return rest, true
+		}
+	}
+	return name, false
+}
+
 func (s *shim) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.rp.ServeHTTP(w, r) }
 
 // request adds the prefix to the names in one JSON-RPC request from the
-// suite; anything else (a batch, a response, bad JSON) passes unchanged.
+// suite; anything else (a batch, a response, bad JSON, a task id) passes
+// unchanged.
 func (s *shim) request(b []byte) []byte {
 	var msg map[string]any
 	if json.Unmarshal(b, &msg) != nil {
@@ -74,8 +108,11 @@ func (s *shim) request(b []byte) []byte {
 	}
 	params, _ := msg["params"].(map[string]any)
 	var named map[string]any
+	kind := "prompt"
 	switch msg["method"] {
-	case "tools/call", "prompts/get":
+	case "tools/call":
+		named, kind = params, "tool"
+	case "prompts/get":
 		named = params
 	case "completion/complete":
 		if ref, _ := params["ref"].(map[string]any); ref["type"] == "ref/prompt" {
@@ -86,7 +123,7 @@ func (s *shim) request(b []byte) []byte {
 	if !ok {
 		return b
 	}
-	named["name"] = s.prefix + name
+	named["name"] = s.prefixed(kind, name)
 	out, err := json.Marshal(msg)
 	if err != nil {
 		return b
@@ -95,17 +132,19 @@ func (s *shim) request(b []byte) []byte {
 }
 
 // nameHeader adds the prefix to a 2026-07-28 request's Mcp-Name header
-// where the body's name gets it (the header must match the body,
-// docs/design.md §24); a name with no prefix in the body keeps its own.
+// where the body's name gets it, the same one (the header must match the
+// body, docs/design.md §24); a name with no prefix in the body (a task id
+// of tasks/*) keeps its own.
 func (s *shim) nameHeader(h http.Header) {
 	name := h.Get("Mcp-Name")
-	if m := h.Get("Mcp-Method"); name == "" || (m != "tools/call" && m != "prompts/get") {
+	kind := map[string]string{"tools/call": "tool", "prompts/get": "prompt"}[h.Get("Mcp-Method")]
+	if name == "" || kind == "" {
 		return
 	}
-	h.Set("Mcp-Name", s.prefix+strings.TrimSpace(name))
+	h.Set("Mcp-Name", s.prefixed(kind, strings.TrimSpace(name)))
 }
 
-// response strips the prefix from the tools and prompts of one JSON-RPC
+// response strips the prefixes from the tools and prompts of one JSON-RPC
 // response; anything else passes unchanged.
 func (s *shim) response(b []byte) []byte {
 	var msg map[string]any
@@ -118,8 +157,12 @@ func (s *shim) response(b []byte) []byte {
 		list, _ := res[key].([]any)
 		for _, it := range list {
 			item, _ := it.(map[string]any)
-			if name, ok := item["name"].(string); ok && strings.HasPrefix(name, s.prefix) {
-				item["name"] = strings.TrimPrefix(name, s.prefix)
+			name, ok := item["name"].(string)
+			if !ok {
+				continue
+			}
+			if bare, ok := s.unprefixed(name); ok {
+				item["name"] = bare
 				changed = true
 			}
 		}

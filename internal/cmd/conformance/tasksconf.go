@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -122,13 +121,7 @@ func (h *harness) tasksConf(ctx context.Context) tasksRun {
 	if tr.must, tr.err = parseTasksMustPass(mustPassTasksFile); tr.err != nil {
 		return tr
 	}
-	bin := filepath.Join(h.work, "bin", filepath.Base(pkgTasksServer))
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkgTasksServer)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		tr.err = fmt.Errorf("go build %s: %w", pkgTasksServer, err)
-		return tr
-	}
+	bin := h.tasksServer // built with the others (main.go)
 	list, err := h.suiteOutput(ctx, "list", "--server", "--requirements", tasksRevision)
 	if err != nil {
 		tr.err = fmt.Errorf("the suite's list: %w", err)
@@ -234,12 +227,18 @@ func (h *harness) tasksInFront(server target) target {
 }
 
 // tasksProxy: mcpkeep proxy --listen with a config of the tasks server
-// and the tasks policy, behind the shim.
+// alone and the tasks policy, behind the shim.
 func (h *harness) tasksProxy(bin string) target {
 	return func(ctx context.Context, dir string) (string, func(), error) {
-		return h.proxyConf(ctx, dir, fmt.Sprintf(`{"mcpServers": {%q: {"command": %q, "eras": "twin", "tasks": %s}}}`,
-			proxyServer, bin, tasksPolicyJSON))
+		return h.proxyConf(ctx, dir, fmt.Sprintf(`{"mcpServers": {%q: %s}}`, tasksProxyServer, tasksServerEntry(bin)),
+			tasksProxyServer+"__", nil)
 	}
+}
+
+// tasksServerEntry is the proxy config's entry of the tasks server bin
+// with the tasks policy: this column's and the era tables' proxy column's.
+func tasksServerEntry(bin string) string {
+	return fmt.Sprintf(`{"command": %q, "eras": "twin", "tasks": %s}`, bin, tasksPolicyJSON)
 }
 
 // report writes the table and says what fails: a scenario that passes
