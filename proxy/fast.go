@@ -660,11 +660,13 @@ func (h *handoffs) dropAll(c *fastConn) {
 	}
 }
 
-// drop forgets k's outcome, if nobody took it.
-func (h *handoffs) drop(k string) {
+// drop forgets k's outcome and returns it, if nobody took it.
+func (h *handoffs) drop(k string) (handoff, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	v, ok := h.m[k]
 	delete(h.m, k)
+	return v, ok
 }
 
 // take returns, once, the outcome a handed-back request carries the key

@@ -227,10 +227,14 @@ func (s *Server) handBackHTTP(w http.ResponseWriter, r *http.Request, next http.
 		return
 	}
 	s.up.handoffs.put(k, h)
-	defer s.up.handoffs.drop(k) // if the SDK answered without the handler
 	s.fast.handedBack.Add(1)
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	next.ServeHTTP(w, r)
+	// The SDK answered without the handler (the host went first): the
+	// outcome is dropped, and a call in flight ends with its bridge.
+	if h, ok := s.up.handoffs.drop(k); ok && h.bridge != nil {
+		s.up.host.bridges.close(h.bridge)
+	}
 }
 
 // jsonContent: the SDK's Content-Type check.

@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -139,5 +142,50 @@ func TestHTTPFastPathMatchesTypedPath(t *testing.T) {
 		if took := fr.srv.fast.served.Load() > before; took != c.fast {
 			t.Errorf("%s: the fast path took it: %v, want %v", c.name, took, c.fast)
 		}
+	}
+}
+
+// A host that goes away during a fast call over HTTP ends the server's
+// call: the request is handed to the SDK's handler with the call in
+// flight, and whichever way that ends (its session adopts the bridge, or
+// it answers without the handler) the bridge closes and cancels the call.
+func TestHTTPFastCallEndsWithItsHost(t *testing.T) {
+	r := newRig(t, Options{}, "a")
+	r.downstream = "2026-07-28"
+	r.serveHTTP()
+	r.waitApplied()
+	sendRaw(r.h, httpCase{body: modernBody("a__echo", map[string]any{"text": "hi"}, nil), header: modernHeaders("a__echo")}) // starts the front
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp",
+		bytes.NewReader(modernBody("a__sleep", map[string]any{"ms": 600_000}, nil)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range modernHeaders("a__sleep") {
+		req.Header.Set(k, v)
+	}
+	served := make(chan struct{})
+	before := r.srv.fast.served.Load()
+	go func() {
+		defer close(served)
+		r.h.ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	deadline := time.Now().Add(testDeadline)
+	for r.srv.calls.count() == 0 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if r.srv.fast.served.Load() == before {
+		t.Fatal("the fast path did not take the call")
+	}
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(testDeadline):
+		t.Fatal("the handler did not return after its host went")
+	}
+	for r.srv.calls.count() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's call still runs after its host went (%d in flight)", r.srv.calls.count())
+		}
+		runtime.Gosched()
 	}
 }

@@ -70,7 +70,7 @@ func serveStateless(addrFile string) int {
 // cost (statelessRows).
 const (
 	statelessCPUTarget   = 1.0
-	statelessAllocTarget = 2.0
+	statelessBytesTarget = 1.0
 )
 
 // statelessCallsEach is how many calls each host makes per round in the
@@ -311,20 +311,22 @@ func statelessRows(rep *Report, sr *statelessResult) {
 		Ratio: signedDur(f.pct(50)-d.pct(50)) + " / " + signedDur(f.pct(99)-d.pct(99)), Target: "—", Verdict: Info})
 	// "As cheap as the server's own" (issue 39): a relay does less than
 	// the server it relays to (no tool runs, no schema is checked), so its
-	// CPU per request is held to the server's and its allocations to
-	// twice the server's count; the latency rows stay informational, as
+	// CPU and the bytes it allocates per request are held to the
+	// server's (the count of allocations is not: before the HTTP fast
+	// path it was 1.6× the server's, under any count target worth
+	// setting, while its bytes were 1.4×); the latency rows stay informational, as
 	// their spread on two shared cores is wider than the front's share.
 	cpuRatio := float64(sr.front.cpu) / float64(max(sr.server.cpu, 1))
-	allocRatio := sr.front.allocs / max(sr.server.allocs, 1)
+	allocRatio := sr.front.bytes / max(sr.server.bytes, 1)
 	v, reason := OK, ""
-	if cpuRatio > statelessCPUTarget || allocRatio > statelessAllocTarget {
-		v, reason = Missed, fmt.Sprintf("%.2f× the server's CPU, %.2f× its allocations", cpuRatio, allocRatio)
+	if cpuRatio > statelessCPUTarget || allocRatio > statelessBytesTarget {
+		v, reason = Missed, fmt.Sprintf("%.2f× the server's CPU, %.2f× the bytes it allocates", cpuRatio, allocRatio)
 	}
 	rep.add(Row{Section: secProxy, Metric: "2026-07-28 stateless front over HTTP, per request in mcpkeep: allocations (bytes) / CPU",
 		Mcpkeep:    fmt.Sprintf("%.1f (%s) / %s", sr.front.allocs, fmtBytes(sr.front.bytes), fmtDur(sr.front.cpu)),
 		Comparison: fmt.Sprintf("the server per request, called directly: %.1f (%s) / %s (behind the front: %.1f / %s)", sr.server.allocs, fmtBytes(sr.server.bytes), fmtDur(sr.server.cpu), sr.behind.allocs, fmtDur(sr.behind.cpu)),
-		Ratio:      fmt.Sprintf("%.3f of the CPU, %.2f× the allocations", cpuRatio, allocRatio),
-		Target:     fmt.Sprintf("CPU ≤ %.2f×, allocations ≤ %.0f× the server's", statelessCPUTarget, statelessAllocTarget), Verdict: v, Reason: reason})
+		Ratio:      fmt.Sprintf("%.3f of the CPU, %.2f of the bytes", cpuRatio, allocRatio),
+		Target:     fmt.Sprintf("CPU and bytes ≤ %.2f× / %.2f× the server's", statelessCPUTarget, statelessBytesTarget), Verdict: v, Reason: reason})
 	rate := func(i int) float64 { return float64(sr.manyCalls[i]) / sr.manyWall[i].Seconds() }
 	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("%d concurrent 2026-07-28 hosts through one `run --listen` process: calls/s, p99 (%d calls)", sr.hosts, sr.manyCalls[1]),
 		Mcpkeep:    fmt.Sprintf("%.0f calls/s, p99 %s", rate(1), fmtDur(sr.many[1].pct(99))),
