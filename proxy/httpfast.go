@@ -123,8 +123,8 @@ func (s *Server) httpFastCall(r *http.Request) (httpCall, bool) {
 		return httpCall{}, false // a task, or -32021 (tasks.go)
 	}
 	tool, server, ok := s.up.exposedTool(p.Name)
-	if !ok || bytes.Contains(tool.InputSchema, []byte("x-mcp-header")) {
-		return httpCall{}, false
+	if !ok || bytes.Contains(tool.InputSchema, []byte("x-mcp-header")) || s.up.twins.mayServe(server) {
+		return httpCall{}, false // a twin's call is the typed path's (twin.go)
 	}
 	fc := httpCall{req: req, public: p.Name, server: server, args: p.Arguments, caps: caps}
 	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
@@ -235,6 +235,19 @@ func (s *Server) handBackHTTP(w http.ResponseWriter, r *http.Request, next http.
 	if h, ok := s.up.handoffs.drop(k); ok && h.bridge != nil {
 		s.up.host.bridges.close(h.bridge)
 	}
+}
+
+// mayServe reports whether a 2026-07-28 host's call of server may go to
+// its twin (twin.go): the HTTP fast path leaves such a call to the typed
+// path, which decides.
+func (t *twins) mayServe(server string) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.eligibleLocked(server)
+	return ok && t.mu.pool != nil
 }
 
 // jsonContent: the SDK's Content-Type check.
