@@ -126,6 +126,14 @@ func (s *Server) httpFastCall(r *http.Request) (httpCall, bool) {
 	if !ok || bytes.Contains(tool.InputSchema, []byte("x-mcp-header")) || s.up.twins.mayServe(server) {
 		return httpCall{}, false // a twin's call is the typed path's (twin.go)
 	}
+	if sup, ok := s.getPool().Supervisor(server); ok {
+		if info := sup.ServerInfo(); info != nil && info.ProtocolVersion < modernVersion {
+			// A legacy server's result lacks what the SDK adds for a
+			// 2026-07-28 host (its result type, server info): the fast
+			// path would hand every one back.
+			return httpCall{}, false
+		}
+	}
 	fc := httpCall{req: req, public: p.Name, server: server, args: p.Arguments, caps: caps}
 	if meta.Traceparent != "" || meta.Tracestate != "" || meta.Baggage != "" {
 		fc.trace = &mcpkeep.TraceContext{Traceparent: meta.Traceparent, Tracestate: meta.Tracestate, Baggage: meta.Baggage}
