@@ -52,7 +52,10 @@ func (s *Supervisor) CallRaw(ctx context.Context, tool string, args json.RawMess
 			}
 			continue
 		}
-		if g.raw == nil {
+		if g.raw == nil || hasHostCaps(ctx) {
+			// A host's own capabilities (WithHostCapabilities) are told
+			// the server by the SDK client's sending middleware
+			// (hostcaps.go), which the raw request does not pass.
 			break
 		}
 		res, sent, possible, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level)

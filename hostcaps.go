@@ -32,6 +32,12 @@ func WithHostCapabilities(ctx context.Context, caps *mcp.ClientCapabilities) con
 	return context.WithValue(ctx, hostCapsKey{}, caps)
 }
 
+// hasHostCaps reports whether ctx carries a host's capabilities.
+func hasHostCaps(ctx context.Context) bool {
+	_, ok := ctx.Value(hostCapsKey{}).(*mcp.ClientCapabilities)
+	return ok
+}
+
 // hostCapsSending is the SDK client's sending middleware that narrows a
 // 2026-07-28 request's declared capabilities to its host's, and tells a
 // legacy session's server the host's where the client offers them too

@@ -625,7 +625,10 @@ type handoffs struct {
 type handoff struct {
 	res  *mcp.CallToolResult
 	err  error
-	conn *fastConn // whose close drops it, if the SDK never read it
+	conn *fastConn // whose close drops it, if the SDK never read it; nil over HTTP (dropped when its request ends)
+	// bridge, when set, is an HTTP fast call still in flight: the
+	// handler's session adopts it and runs its first round (httpfast.go).
+	bridge *bridge
 }
 
 // put records v, unless its connection closed: a call that outlived its
@@ -636,7 +639,7 @@ type handoff struct {
 func (h *handoffs) put(k string, v handoff) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if v.conn.ctx.Err() != nil {
+	if v.conn != nil && v.conn.ctx.Err() != nil {
 		return false
 	}
 	if h.m == nil {
@@ -655,6 +658,15 @@ func (h *handoffs) dropAll(c *fastConn) {
 			delete(h.m, k)
 		}
 	}
+}
+
+// drop forgets k's outcome and returns it, if nobody took it.
+func (h *handoffs) drop(k string) (handoff, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.m[k]
+	delete(h.m, k)
+	return v, ok
 }
 
 // take returns, once, the outcome a handed-back request carries the key

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,7 +68,17 @@ func (c wireCheckConn) Write(ctx context.Context, m jsonrpc.Message) error {
 
 func newDiffEnv(tb testing.TB, era string, typed bool, answer *atomic.Pointer[jsonrpc.Response]) *diffEnv {
 	tb.Helper()
-	e := &diffEnv{name: fmt.Sprintf("%s typed=%v", era, typed), answer: answer}
+	return newDiffEnvOn(tb, era, typed, false, answer)
+}
+
+// newDiffEnvOn is newDiffEnv with the host over Streamable HTTP when
+// overHTTP (the front's stateless handler, or its fast path over HTTP:
+// httpfast.go); the server then speaks 2026-07-28 as a stateless HTTP
+// server does, and the wire is not checked for invalid UTF-8 (the SDK's
+// client transport is the host's).
+func newDiffEnvOn(tb testing.TB, era string, typed, overHTTP bool, answer *atomic.Pointer[jsonrpc.Response]) *diffEnv {
+	tb.Helper()
+	e := &diffEnv{name: fmt.Sprintf("%s typed=%v http=%v", era, typed, overHTTP), answer: answer}
 	m := transport.NewMemory("echo")
 	m.Fault = func(uint64) transport.Fault {
 		return transport.Fault{Rewrite: func(msg jsonrpc.Message) jsonrpc.Message {
@@ -87,10 +98,24 @@ func newDiffEnv(tb testing.TB, era string, typed bool, answer *atomic.Pointer[js
 	opts := Options{TypedRelay: typed}
 	opts.Pool.Opener = func(config.Server) (transport.Opener, error) { return pinned{m, era}, nil }
 	e.srv = New(cfg, opts)
-	st, ct := mcp.NewInMemoryTransports()
+	var st, ct mcp.Transport = mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- e.srv.Serve(ctx, wireCheck{st, e}) }()
+	if overHTTP {
+		h, err := e.srv.Handler(HTTPOptions{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		hs := httptest.NewServer(h)
+		tb.Cleanup(func() {
+			hs.CloseClientConnections()
+			hs.Close()
+		})
+		ct = &mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", MaxRetries: -1}
+		served <- nil
+	} else {
+		go func() { served <- e.srv.Serve(ctx, wireCheck{st, e}) }()
+	}
 	tb.Cleanup(func() {
 		if e.cs != nil {
 			_ = e.cs.Close()
@@ -209,6 +234,9 @@ func FuzzFastPathAgreesWithTypedPath(f *testing.F) {
 	for _, era := range []string{legacyVersion, modernVersion} {
 		pairs = append(pairs, pair{newDiffEnv(f, era, false, &answer), newDiffEnv(f, era, true, &answer)})
 	}
+	// A 2026-07-28 host over HTTP, in front of a server of that era
+	// (httpfast.go).
+	pairs = append(pairs, pair{newDiffEnvOn(f, modernVersion, false, true, &answer), newDiffEnvOn(f, modernVersion, true, true, &answer)})
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		// The message as the server's side of the connection decodes it;
 		// one that does not decode ends the connection before either path

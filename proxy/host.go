@@ -88,6 +88,9 @@ type via struct {
 	ctx     context.Context
 	bridge  *bridge
 	task    *taskCarrier // a task's call (tasks_input.go)
+	// caps are the declared capabilities of an HTTP fast call's host
+	// (httpfast.go), whose bridge no session holds until one adopts it.
+	caps *mcp.ClientCapabilities
 }
 
 // withCarrier marks ctx as carried by v; a legacy session's request is
@@ -136,10 +139,17 @@ func (a hostAsk) String() string {
 // declares reports whether ss declared what a asks for at its initialize.
 func declares(ss *mcp.ServerSession, a hostAsk) bool {
 	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil {
+	if p == nil {
 		return false
 	}
-	c := p.Capabilities
+	return declaresCaps(p.Capabilities, a)
+}
+
+// declaresCaps reports whether capabilities c declare what a needs.
+func declaresCaps(c *mcp.ClientCapabilities, a hostAsk) bool {
+	if c == nil {
+		return false
+	}
 	switch a {
 	case askSampling:
 		return c.Sampling != nil
@@ -187,12 +197,15 @@ func (h *hostLink) route(ctx context.Context, a hostAsk) (via, error) {
 	}
 	var (
 		pick   via
+		fast   via // an HTTP fast call's, no session yet (httpfast.go)
 		hosts  = map[*mcp.ServerSession]bool{}
 		reason error
 	)
 	for _, v := range cands {
 		ss := v.host()
 		switch {
+		case ss == nil && v.caps != nil && v.bridge != nil && !v.ended():
+			fast = v
 		case ss == nil || !live[ss]:
 			reason = errCarrierClosed
 		case v.ended():
@@ -203,6 +216,17 @@ func (h *hostLink) route(ctx context.Context, a hostAsk) (via, error) {
 				pick = v
 			}
 		}
+	}
+	if fast.bridge != nil {
+		// Its request's own session, as on the typed path.
+		switch {
+		case len(hosts) > 0:
+			h.ambiguous.Add(1)
+			return via{}, errManyCarriers
+		case !declaresCaps(fast.caps, a):
+			return via{}, fmt.Errorf("%w: %s", errCarrierCannot, a)
+		}
+		return fast, nil
 	}
 	switch {
 	case len(hosts) > 1:

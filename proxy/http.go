@@ -55,7 +55,8 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 	// Both eras on one endpoint (era.go, docs/design.md §24).
 	h := &eraMux{
 		legacy: mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, SessionTimeout: idle}),
-		modern: taskHeaders(mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, Stateless: true})), // tasks_headers.go
+		// A plain tools/call takes the fast path (httpfast.go, §24).
+		modern: s.httpFast(taskHeaders(mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, Stateless: true}))), // tasks_headers.go
 	}
 	s.Start()
 	mux := http.NewServeMux()

@@ -71,6 +71,9 @@ type Server struct {
 	// fast counts the fast path's calls (fast.go): served, and handed
 	// back to the SDK's server.
 	fast struct{ served, handedBack atomic.Uint64 }
+	// hostMetas are the 2026-07-28 hosts' _meta fields the HTTP fast
+	// path decoded (httpfast.go).
+	hostMetas hostMetas
 
 	twins twins      // 2026-07-28 hosts' twin processes (twin.go, docs/design.md §24)
 	tasks *taskFront // the tasks extension (tasks.go, docs/design.md §25)

@@ -186,6 +186,9 @@ func sameTool(a, b tools.Tool) bool {
 func (u *upstream) handler(public string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if h, ok := u.handoffs.take(req.Params.Meta); ok {
+			if h.bridge != nil {
+				return u.adopt(ctx, req, h.bridge) // an HTTP fast call in flight (httpfast.go)
+			}
 			return h.res, h.err // the fast path's call, handed back (fast.go)
 		}
 		var args any
@@ -316,6 +319,30 @@ func (u *upstream) serverOf(public string) string {
 }
 
 // exposedBy returns the server whose tool public is exposed, if it is.
+// exposedTool is exposedBy with the tool.
+func (u *upstream) exposedTool(public string) (tools.Tool, string, bool) {
+	server := u.serverOf(public)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t, ok := u.exposed[server][public]
+	return t, server, ok
+}
+
+// adopt makes req's session the host of an HTTP fast call's bridge whose
+// server asked the host for input (or whose host went) and runs its first
+// round, as the typed path runs it (handler).
+func (u *upstream) adopt(ctx context.Context, req *mcp.CallToolRequest, b *bridge) (*mcp.CallToolResult, error) {
+	bs := &u.host.bridges
+	b.setRound(ctx, req.Session, u.host.progressRelay(ctx, req), requestLevel(req))
+	out, final := bs.round(ctx, b)
+	u.host.flush(ctx, req.Session)
+	res, err := out.typed()
+	if !final {
+		return res, nil
+	}
+	return u.result(res, err)
+}
+
 func (u *upstream) exposedBy(public string) (string, bool) {
 	server := u.serverOf(public)
 	u.mu.Lock()

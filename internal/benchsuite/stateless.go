@@ -66,6 +66,13 @@ func serveStateless(addrFile string) int {
 	return 1
 }
 
+// The stateless front's per-request targets, against the server's own
+// cost (statelessRows).
+const (
+	statelessCPUTarget   = 1.0
+	statelessBytesTarget = 1.0
+)
+
 // statelessCallsEach is how many calls each host makes per round in the
 // concurrent rows.
 const statelessCallsEach = 20
@@ -302,10 +309,24 @@ func statelessRows(rep *Report, sr *statelessResult) {
 	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("2026-07-28 stateless front over HTTP: echo through `run --listen` in front of a stateless go-sdk server, p50 / p99 (n=%d)", len(f)),
 		Mcpkeep: fmtDur(f.pct(50)) + " / " + fmtDur(f.pct(99)), Comparison: fmt.Sprintf("the server directly %s / %s (n=%d)", fmtDur(d.pct(50)), fmtDur(d.pct(99)), len(d)),
 		Ratio: signedDur(f.pct(50)-d.pct(50)) + " / " + signedDur(f.pct(99)-d.pct(99)), Target: "—", Verdict: Info})
+	// "As cheap as the server's own" (issue 39): a relay does less than
+	// the server it relays to (no tool runs, no schema is checked), so its
+	// CPU and the bytes it allocates per request are held to the
+	// server's (the count of allocations is not: before the HTTP fast
+	// path it was 1.6× the server's, under any count target worth
+	// setting, while its bytes were 1.4×); the latency rows stay informational, as
+	// their spread on two shared cores is wider than the front's share.
+	cpuRatio := float64(sr.front.cpu) / float64(max(sr.server.cpu, 1))
+	allocRatio := sr.front.bytes / max(sr.server.bytes, 1)
+	v, reason := OK, ""
+	if cpuRatio > statelessCPUTarget || allocRatio > statelessBytesTarget {
+		v, reason = Missed, fmt.Sprintf("%.2f× the server's CPU, %.2f× the bytes it allocates", cpuRatio, allocRatio)
+	}
 	rep.add(Row{Section: secProxy, Metric: "2026-07-28 stateless front over HTTP, per request in mcpkeep: allocations (bytes) / CPU",
 		Mcpkeep:    fmt.Sprintf("%.1f (%s) / %s", sr.front.allocs, fmtBytes(sr.front.bytes), fmtDur(sr.front.cpu)),
 		Comparison: fmt.Sprintf("the server per request, called directly: %.1f (%s) / %s (behind the front: %.1f / %s)", sr.server.allocs, fmtBytes(sr.server.bytes), fmtDur(sr.server.cpu), sr.behind.allocs, fmtDur(sr.behind.cpu)),
-		Ratio:      fmtRatio(float64(sr.front.cpu), float64(sr.server.cpu)) + " of the CPU", Target: "—", Verdict: Info})
+		Ratio:      fmt.Sprintf("%.3f of the CPU, %.2f of the bytes", cpuRatio, allocRatio),
+		Target:     fmt.Sprintf("CPU and bytes ≤ %.2f× / %.2f× the server's", statelessCPUTarget, statelessBytesTarget), Verdict: v, Reason: reason})
 	rate := func(i int) float64 { return float64(sr.manyCalls[i]) / sr.manyWall[i].Seconds() }
 	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("%d concurrent 2026-07-28 hosts through one `run --listen` process: calls/s, p99 (%d calls)", sr.hosts, sr.manyCalls[1]),
 		Mcpkeep:    fmt.Sprintf("%.0f calls/s, p99 %s", rate(1), fmtDur(sr.many[1].pct(99))),
@@ -313,7 +334,8 @@ func statelessRows(rep *Report, sr *statelessResult) {
 		Ratio:      fmtRatio(rate(1), rate(0)) + " of the rate", Target: "—", Verdict: Info})
 	rep.note(secProxy, "The stateless front: a stateless go-sdk server (StreamableHTTPOptions.Stateless, one `echo` tool; the "+
 		"suite's binary run again) on a loopback port, and `mcpkeep run --url <it> --listen` (section 7's build) in front of it; "+
-		"go-sdk hosts over Streamable HTTP negotiate 2026-07-28 on both paths. One host calls `echo` %d times per path in "+
+		"go-sdk hosts over Streamable HTTP negotiate 2026-07-28 on both paths; the front answers their plain `tools/call` on its "+
+		"fast path over HTTP (docs/design.md §24: no SDK session per request, one JSON response). One host calls `echo` %d times per path in "+
 		"blocks of 100 (ABBA) after 50 warm-up calls; allocations and CPU per request are read from the probes around %d more "+
 		"calls (an echo carries no requestState: sealing and opening it is a multi-round-trip call's cost, not measured here). "+
 		"Then %d hosts per path, each connected on its own, make %d calls each back to back, all at once, in %d rounds "+

@@ -51,8 +51,9 @@ type Config struct {
 }
 
 // Sections are the keys Config.Only accepts (a section's number works
-// too): detection and recovery run together.
-var Sections = []string{"detection", "recovery", "call", "soak", "scale", "fsm", "proxy", "relay", "startup", "binary"}
+// too): detection and recovery run together; "stateless" is the
+// stateless front's rows of section 7 alone ("proxy" includes them).
+var Sections = []string{"detection", "recovery", "call", "soak", "scale", "fsm", "proxy", "relay", "startup", "binary", "stateless"}
 
 // wants reports whether section key runs.
 func (c Config) wants(key string) bool {
@@ -190,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("scale: %w", err)
 		}
 	}
-	if cfg.wants("proxy") || cfg.wants("relay") || cfg.wants("startup") {
+	if cfg.wants("proxy") || cfg.wants("relay") || cfg.wants("startup") || cfg.wants("stateless") {
 		dir, err := os.MkdirTemp("", "mcpkeep-bench-")
 		if err != nil {
 			return nil, err
@@ -220,10 +221,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if sh, err = runSharing(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("sharing: %w", err)
 			}
+		}
+		if cfg.wants("proxy") || cfg.wants("stateless") {
 			cfg.progress("section 7: the 2026-07-28 stateless front over HTTP, one host and %d at once", cfg.statelessHosts())
 			if sl, err = runStateless(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("stateless front: %w", err)
 			}
+		}
+		if cfg.wants("proxy") {
 			cfg.progress("section 7: calls/s through 1 and 3 replicas")
 			if rp, err = runReplicasBench(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("replicas: %w", err)
