@@ -55,12 +55,15 @@ func (s *Supervisor) CallRaw(ctx context.Context, tool string, args json.RawMess
 		if g.raw == nil {
 			break
 		}
-		res, sent, possible, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level)
+		res, sent, possible, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level, relayOf(opts))
 		if !possible {
 			break
 		}
 		if sent || ctx.Err() != nil {
 			if s.mayReplay(ctx, g, tool, err) {
+				if tr := relayOf(opts); tr != nil {
+					tr.Generation = 0 // the replay goes the typed way, without the extension
+				}
 				return encodeResult(s.callLoop(ctx, tool, typedArgs, opts, level, &w, err, g))
 			}
 			return res, err
@@ -93,7 +96,7 @@ func encodeResult(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 // callRawOn is generation.call for a raw call: sent as Call's; possible
 // is false (nothing sent) when g cannot carry it yet.
 func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, args json.RawMessage,
-	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (_ json.RawMessage, sent, possible bool, _ error) {
+	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel, tr *TaskRelay) (_ json.RawMessage, sent, possible bool, _ error) {
 	var meta []byte // the session's _meta fields, on 2026-07-28
 	if g.modern {
 		if meta = g.raw.SessionMeta(); meta == nil {
@@ -101,6 +104,13 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 		}
 	} else {
 		level = "" // a legacy server takes its level from logging/setLevel
+	}
+	if tr != nil {
+		// The server may answer with a task of its own (task_relay.go).
+		var err error
+		if meta, err = relayMeta(meta, hostCapsOf(ctx), tr.Extension); err != nil {
+			return nil, false, true, err
+		}
 	}
 	sc, ok := g.begin(ctx)
 	if !ok {
@@ -156,7 +166,18 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 	if !sent {
 		return nil, false, true, err
 	}
+	if tr != nil {
+		tr.Generation = g.n
+	}
 	return res, true, true, err
+}
+
+// relayOf is opts' TaskRelay, if any.
+func relayOf(opts *CallOptions) *TaskRelay {
+	if opts == nil {
+		return nil
+	}
+	return opts.TaskRelay
 }
 
 // serverAnswer words a server's JSON-RPC error as the SDK's client does
