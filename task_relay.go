@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,6 +104,26 @@ func (s *Supervisor) TaskRequest(ctx context.Context, gen uint64, method string,
 		return nil, gone
 	}
 	return nil, err
+}
+
+// HoldUse counts work that generation gen of the server does after the
+// request that started it returned (a relayed task, docs/design.md §25)
+// as a request in flight: an idle stop waits for it (§20) and
+// Snapshot.InFlight shows it, until release is called or the generation
+// ends, whichever comes first. release may be called more than once; a
+// generation that is not the live one holds nothing.
+func (s *Supervisor) HoldUse(gen uint64) (release func()) {
+	g := s.live.Load()
+	if g == nil || g.n != gen {
+		return func() {}
+	}
+	s.useBegin()
+	end := sync.OnceFunc(s.endUse)
+	stop := context.AfterFunc(g.ctx, end)
+	return func() {
+		stop()
+		end()
+	}
 }
 
 // relayMeta is a request's _meta members (session, the members of a

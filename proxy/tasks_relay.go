@@ -40,6 +40,9 @@ type relayedEntry struct {
 	created  time.Time
 	ttl      time.Duration
 	timer    *clock.Timer
+	// release ends the hold on the server's idle stop (Supervisor.HoldUse):
+	// at a terminal status seen, a cancel, the generation's end, the TTL.
+	release func()
 }
 
 // relayTable holds the handles, bounded (tasks.Options.MaxTotal) and each
@@ -96,14 +99,18 @@ func (t *relayTable) release() {
 	t.mu.Unlock()
 }
 
-// add turns a reservation into a handle for the server's task.
-func (t *relayTable) add(server string, gen uint64, upstream string, ttl time.Duration) (string, *relayedEntry) {
+// add turns a reservation into a handle for the server's task; release
+// is its hold on the server (nil: none).
+func (t *relayTable) add(server string, gen uint64, upstream string, ttl time.Duration, release func()) (string, *relayedEntry) {
 	if ttl <= 0 {
 		ttl = t.defTTL
 	}
 	ttl = min(ttl, t.maxTTL)
+	if release == nil {
+		release = func() {}
+	}
 	id := t.newID()
-	e := &relayedEntry{server: server, gen: gen, upstream: upstream, created: t.clock.Now(), ttl: ttl}
+	e := &relayedEntry{server: server, gen: gen, upstream: upstream, created: t.clock.Now(), ttl: ttl, release: release}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.reserved--
@@ -113,6 +120,7 @@ func (t *relayTable) add(server string, gen uint64, upstream string, ttl time.Du
 }
 
 func (t *relayTable) forget(id string, e *relayedEntry) {
+	e.release()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m[id] == e {
@@ -140,6 +148,7 @@ func (t *relayTable) close() {
 	defer t.mu.Unlock()
 	for id, e := range t.m {
 		e.timer.Stop()
+		e.release()
 		delete(t.m, id)
 	}
 }
@@ -212,7 +221,12 @@ func (f *taskFront) relayCall(ctx context.Context, r *mcp.CallToolRequest, serve
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 				Message: fmt.Sprintf("mcpkeep: server %q answered with a task mcpkeep cannot relay (no task id, or a call sent without the extension)", server)}
 		}
-		id, _ := f.relay.add(server, tr.Generation, head.TaskID, time.Duration(head.TTLMs)*time.Millisecond)
+		var release func()
+		if sup, ok := pool.Supervisor(server); ok {
+			// The task is the server's work: no idle stop while it runs.
+			release = sup.HoldUse(tr.Generation)
+		}
+		id, _ := f.relay.add(server, tr.Generation, head.TaskID, time.Duration(head.TTLMs)*time.Millisecond, release)
 		reserved = false
 		out, err := withTaskID(raw, id)
 		if err != nil {
@@ -272,13 +286,26 @@ func (f *taskFront) relayed(ctx context.Context, method, id string, responses ma
 	var wire *jsonrpc.Error
 	switch {
 	case errors.Is(err, mcpkeep.ErrGenerationGone):
+		e.release()
 		return f.lostRelayed(method, id, e)
 	case errors.As(err, &wire):
 		return nil, true, wire // the server's own answer, -32602 included
 	case err != nil:
 		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpkeep: task " + id + ": " + err.Error()}
+	case method == "tasks/cancel":
+		e.release() // the host gave up on the task
+		return &taskAck{ResultType: "complete"}, true, nil
 	case method != "tasks/get":
 		return &taskAck{ResultType: "complete"}, true, nil
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(raw, &st) == nil {
+		switch st.Status {
+		case "completed", "failed", "cancelled":
+			e.release() // the server's work is done
+		}
 	}
 	out, err := withTaskID(raw, id)
 	if err != nil {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/tasks"
@@ -76,8 +78,8 @@ func (g *innerGen) Exit() transport.ExitInfo       { return transport.ExitInfo{}
 func (g *innerGen) Established(*mcp.ClientSession) {}
 
 // relayRig is an outer proxy over HTTP in front of "inner", whose
-// generations are fresh inner proxies with tasks "always"; outerTasks is
-// the outer's "tasks" block for it.
+// generations are fresh inner proxies with tasks "always"; extra is more
+// of the outer's configuration of it.
 type relayRig struct {
 	outer  *rig
 	h      http.Handler
@@ -85,7 +87,7 @@ type relayRig struct {
 	open   *innerOpener
 }
 
-func newRelayRig(t *testing.T, version string, gens int, outerTasks map[string]any, opts Options) *relayRig {
+func newRelayRig(t *testing.T, version string, gens int, extra map[string]any, opts Options) *relayRig {
 	t.Helper()
 	rr := &relayRig{open: &innerOpener{version: version, gens: map[uint64]*innerGen{}}}
 	for range gens {
@@ -99,8 +101,8 @@ func newRelayRig(t *testing.T, version string, gens int, outerTasks map[string]a
 	}
 	rr.open.inners = rr.inners
 	sc := map[string]any{"command": "mem-inner"}
-	if outerTasks != nil {
-		sc["tasks"] = outerTasks
+	for k, v := range extra {
+		sc[k] = v
 	}
 	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{"inner": sc},
 		"reconnect": map[string]any{"initialDelayMs": 10, "maxDelayMs": 50, "maxAttempts": 3}})
@@ -268,6 +270,8 @@ func TestRelayTaskServerRestarted(t *testing.T) {
 	if c := counts(rr.inners[1].srv); len(c) != 0 {
 		t.Fatalf("the restarted server got tasks %v: the call ran again", c)
 	}
+	// The task held generation 1 from an idle stop; that ended with it.
+	waitFor(t, "the lost task's hold released", func() bool { return sup.State().InFlight == 0 })
 	if jcode, ack := modern(t, rr.h, "tasks/cancel", id, map[string]any{"taskId": id}, true); jcode != 0 || ack["resultType"] != "complete" {
 		t.Fatalf("cancel: %d %s", jcode, resultText(ack))
 	}
@@ -275,7 +279,7 @@ func TestRelayTaskServerRestarted(t *testing.T) {
 	if !rr.outer.srv.tasks.relay.reserve() {
 		t.Fatal("no room")
 	}
-	stale, _ := rr.outer.srv.tasks.relay.add("inner", 2, "no-such-task", 0)
+	stale, _ := rr.outer.srv.tasks.relay.add("inner", 2, "no-such-task", 0, nil)
 	if jcode, got := taskGet(t, rr.h, stale); jcode != -32602 {
 		t.Fatalf("the server's unknown id: %d %s, want its -32602", jcode, resultText(got))
 	}
@@ -295,7 +299,7 @@ func TestRelayTaskPolicy(t *testing.T) {
 		t.Fatalf("the server made a task for a host without the extension: %d tasks → %d", before, after)
 	}
 
-	never := newRelayRig(t, modernVersion, 1, map[string]any{"mode": "never"}, Options{})
+	never := newRelayRig(t, modernVersion, 1, map[string]any{"tasks": map[string]any{"mode": "never"}}, Options{})
 	jcode, res = callTool(t, never.h, "inner__a__sleep", map[string]any{"ms": 1}, true)
 	if jcode != 0 || res["resultType"] == "task" || !strings.Contains(resultText(res), "slept 1ms") {
 		t.Fatalf("never: %d %s", jcode, resultText(res))
@@ -332,12 +336,12 @@ func TestRelayTableBounds(t *testing.T) {
 	if !tb.reserve() || !tb.reserve() || tb.reserve() {
 		t.Fatal("MaxTotal 2: want two places, then none")
 	}
-	a, _ := tb.add("s", 1, "x", time.Hour)
+	a, _ := tb.add("s", 1, "x", time.Hour, nil)
 	tb.release()
 	if !tb.reserve() {
 		t.Fatal("a released place is free again")
 	}
-	b, _ := tb.add("s", 1, "y", 0) // the default TTL, capped at MaxTTL too
+	b, _ := tb.add("s", 1, "y", 0, nil) // the default TTL, capped at MaxTTL too
 	if tb.reserve() {
 		t.Fatal("two handles held: no place")
 	}
@@ -350,5 +354,28 @@ func TestRelayTableBounds(t *testing.T) {
 	}
 	if held, reserved := tb.size(); held != 0 || reserved != 0 {
 		t.Fatalf("held %d, reserved %d", held, reserved)
+	}
+}
+
+// TestRelayTaskHoldsIdleStop: a relayed task is the server's work: an
+// idle stop waits while it runs (docs/design.md §20), and may go once the
+// host cancelled it.
+func TestRelayTaskHoldsIdleStop(t *testing.T) {
+	rr := newRelayRig(t, modernVersion, 1, map[string]any{"idleStopMs": 600000}, Options{})
+	id := rr.relayedTask(t, 1, "inner__a__hang", map[string]any{})
+	sup, _ := rr.outer.srv.getPool().Supervisor("inner")
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	if err := sup.StopIdle(ctx); !errors.Is(err, mcpkeep.ErrBusy) {
+		t.Fatalf("StopIdle with the server's task working: %v, want ErrBusy", err)
+	}
+	if n := sup.State().InFlight; n != 1 {
+		t.Fatalf("InFlight %d, want the task's 1", n)
+	}
+	if jcode, ack := modern(t, rr.h, "tasks/cancel", id, map[string]any{"taskId": id}, true); jcode != 0 || ack["resultType"] != "complete" {
+		t.Fatalf("cancel: %d %s", jcode, resultText(ack))
+	}
+	if err := sup.StopIdle(ctx); err != nil {
+		t.Fatalf("StopIdle after the cancel: %v", err)
 	}
 }
