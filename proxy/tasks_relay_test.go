@@ -14,6 +14,7 @@ import (
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/fsm"
+	"github.com/mcpkeep/mcpkeep/replica"
 	"github.com/mcpkeep/mcpkeep/tasks"
 	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -377,5 +378,28 @@ func TestRelayTaskHoldsIdleStop(t *testing.T) {
 	}
 	if err := sup.StopIdle(ctx); err != nil {
 		t.Fatalf("StopIdle after the cancel: %v", err)
+	}
+}
+
+// TestRelayHandleOwnerNamed: with replicas, a handle names its replica
+// (docs/design.md §26), so another replica forwards its tasks/* here,
+// where the server's connection is; a forged one does not parse.
+func TestRelayHandleOwnerNamed(t *testing.T) {
+	names, err := replica.NewNames("ra", &[32]byte{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := newRelayTable(tasks.Options{}, &Replicas{Names: names})
+	if !tb.reserve() {
+		t.Fatal("no room")
+	}
+	id, _ := tb.add("s", 1, "up", time.Minute, nil)
+	defer tb.close()
+	if owner, _, err := names.Parse(replica.KindTask, id); err != nil || owner != "ra" {
+		t.Fatalf("handle %q: owner %q, %v; want ra", id, owner, err)
+	}
+	forger, _ := replica.NewNames("ra", &[32]byte{9})
+	if _, _, err := names.Parse(replica.KindTask, forger.Name(replica.KindTask, "r-x")); err == nil {
+		t.Fatal("a handle minted under another key parses")
 	}
 }
