@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -100,10 +101,12 @@ func (s *Supervisor) TaskRequest(ctx context.Context, gen uint64, method string,
 		return res, nil
 	case errors.As(err, &je):
 		return nil, je
-	case g.ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed):
-		return nil, gone
+	case ctx.Err() != nil || errors.Is(err, transport.ErrMalformedAnswer):
+		return nil, err // the caller's end, or the server's bad answer
 	}
-	return nil, err
+	// The connection failed under the request (written or not): g is
+	// ending, and its tasks with it.
+	return nil, gone
 }
 
 // HoldUse counts work that generation gen of the server does after the
