@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -137,4 +139,49 @@ func TestTaskRequestToItsGenerationOnly(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTaskRelayCallReportsItsGeneration: a relayed call reports the
+// generation that answered it; one lost and replayed (readOnlyHint) went
+// the typed way without the extension, so it reports none: its answer is
+// a call's, never a task of a generation that is gone.
+func TestTaskRelayCallReportsItsGeneration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		r := &replayTools{}
+		r.reset(1)
+		h.mem.Serve = r.serve
+		if err := h.start(); err != nil {
+			t.Fatal(err)
+		}
+		tr := &TaskRelay{Extension: "io.modelcontextprotocol/tasks"}
+		c := make(chan error, 1)
+		var raw json.RawMessage
+		go func() {
+			var err error
+			raw, err = h.sup.CallRaw(context.Background(), "look", nil, &CallOptions{TaskRelay: tr})
+			c <- err
+		}()
+		h.settle()
+		if n := rawSent(h); n != 1 {
+			t.Fatalf("%d raw requests, want the relayed call", n)
+		}
+		h.mem.Gen(1).Kill()
+		h.settle()
+		h.advance(time.Second) // gen 2: the replay
+		h.wantState(fsm.Established)
+		if err := <-c; err != nil || !strings.Contains(string(raw), "look on gen 2") {
+			t.Fatalf("replayed call: %s, %v", raw, err)
+		}
+		if tr.Generation != 0 {
+			t.Fatalf("a replayed call reports generation %d, want 0 (sent without the extension)", tr.Generation)
+		}
+		tr = &TaskRelay{Extension: "io.modelcontextprotocol/tasks"}
+		if _, err := h.sup.CallRaw(context.Background(), "look", nil, &CallOptions{TaskRelay: tr}); err != nil || tr.Generation != 2 {
+			t.Fatalf("a relayed call on gen 2: generation %d, %v", tr.Generation, err)
+		}
+		if err := h.dispose(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
