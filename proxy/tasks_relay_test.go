@@ -334,8 +334,10 @@ func TestRelayTaskTTL(t *testing.T) {
 func TestRelayTableBounds(t *testing.T) {
 	mock := clock.NewMock()
 	tb := newRelayTable(tasks.Options{Clock: mock, MaxTotal: 2, MaxTTL: time.Minute}, nil)
-	if !tb.reserve() || !tb.reserve() || tb.reserve() {
-		t.Fatal("MaxTotal 2: want two places, then none")
+	for i, want := range []bool{true, true, false} {
+		if got := tb.reserve(); got != want {
+			t.Fatalf("MaxTotal 2: reserve %d = %v, want %v", i+1, got, want)
+		}
 	}
 	a, _ := tb.add("s", 1, "x", time.Hour, nil)
 	tb.release()
