@@ -53,7 +53,7 @@ type relayTable struct {
 	defTTL, maxTTL time.Duration
 	newID          func() string
 
-	mu       sync.Mutex // guards the fields below; never held across a request
+	mu       sync.Mutex // guards the fields below; a leaf (docs/design.md §19, lock order)
 	m        map[string]*relayedEntry
 	reserved int // calls in flight that may come back with a task
 }
@@ -142,14 +142,19 @@ func (t *relayTable) size() (held, reserved int) {
 	return len(t.m), t.reserved
 }
 
-// close stops the TTL timers (Shutdown).
+// close stops the TTL timers and ends the holds (Shutdown); the holds
+// end with no lock held (a hold's end may message a supervisor's loop).
 func (t *relayTable) close() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	held := make([]*relayedEntry, 0, len(t.m))
 	for id, e := range t.m {
 		e.timer.Stop()
-		e.release()
+		held = append(held, e)
 		delete(t.m, id)
+	}
+	t.mu.Unlock()
+	for _, e := range held {
+		e.release()
 	}
 }
 
