@@ -246,13 +246,43 @@ func (f *taskFront) relayCall(ctx context.Context, r *mcp.CallToolRequest, serve
 	return res, nil
 }
 
-// relayedResult is a server's answer passed to the host as it is.
+// relayedResult is a server's answer passed to the host as it is; _meta
+// keys the front set (the SDK's serverInfo for a 2026-07-28 host) are
+// added where the server's answer has none of that name.
 type relayedResult struct {
 	mcp.ResultBase
 	raw json.RawMessage
 }
 
-func (r *relayedResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+func (r *relayedResult) MarshalJSON() ([]byte, error) {
+	if len(r.Meta) == 0 {
+		return r.raw, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.raw, &m); err != nil {
+		return nil, err
+	}
+	var meta map[string]any
+	if len(m["_meta"]) > 0 {
+		if err := json.Unmarshal(m["_meta"], &meta); err != nil {
+			return nil, err
+		}
+	}
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	for k, v := range r.Meta {
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	m["_meta"] = b
+	return json.Marshal(m)
+}
 
 // withTaskID is the result raw with its taskId replaced by id.
 func withTaskID(raw json.RawMessage, id string) (json.RawMessage, error) {

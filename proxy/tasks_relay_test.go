@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -403,5 +404,24 @@ func TestRelayHandleOwnerNamed(t *testing.T) {
 	forger, _ := replica.NewNames("ra", &[32]byte{9})
 	if _, _, err := names.Parse(replica.KindTask, forger.Name(replica.KindTask, "r-x")); err == nil {
 		t.Fatal("a handle minted under another key parses")
+	}
+}
+
+// TestRelayedResultMeta: the front's _meta (serverInfo) is added where
+// the server's answer has no key of that name; the server's own stays.
+func TestRelayedResultMeta(t *testing.T) {
+	r := &relayedResult{raw: json.RawMessage(`{"taskId":"h","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"inner"}}}`)}
+	r.SetMeta(map[string]any{mcp.MetaKeyServerInfo: map[string]any{"name": "front"}, "k": 1})
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); !strings.Contains(got, `"name":"inner"`) || strings.Contains(got, "front") || !strings.Contains(got, `"k":1`) || !strings.Contains(got, `"taskId":"h"`) {
+		t.Fatalf("merged: %s", got)
+	}
+	plain := &relayedResult{raw: json.RawMessage(`{"taskId":"h"}`)}
+	plain.SetMeta(map[string]any{mcp.MetaKeyServerInfo: map[string]any{"name": "front"}})
+	if b, _ := json.Marshal(plain); !strings.Contains(string(b), `"name":"front"`) {
+		t.Fatalf("without the server's: %s", b)
 	}
 }
