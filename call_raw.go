@@ -105,11 +105,13 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 	} else {
 		level = "" // a legacy server takes its level from logging/setLevel
 	}
+	declared := false // the tasks extension, for a relay (task_relay.go)
 	if tr != nil {
-		// The server may answer with a task of its own (task_relay.go).
-		var err error
-		if meta, err = relayMeta(meta, hostCapsOf(ctx), tr.Extension); err != nil {
-			return nil, false, true, err
+		// The server may answer with a task of its own. Session _meta
+		// that does not decode (never: RawConn wrote it) leaves the call
+		// a call.
+		if m, err := relayMeta(meta, hostCapsOf(ctx), tr.Extension); err == nil {
+			meta, declared = m, true
 		}
 	}
 	sc, ok := g.begin(ctx)
@@ -166,7 +168,7 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 	if !sent {
 		return nil, false, true, err
 	}
-	if tr != nil {
+	if declared {
 		tr.Generation = g.n
 	}
 	return res, true, true, err
