@@ -214,7 +214,13 @@ func (f *taskFront) relayCall(ctx context.Context, r *mcp.CallToolRequest, serve
 		&mcpkeep.CallOptions{LogLevel: requestLevel(r), TaskRelay: tr})
 	f.s.observeRequest(server, "tools/call", start, err)
 	if err != nil {
-		return f.s.up.result(nil, err)
+		// As a call's: a server's JSON-RPC error as it is, a failure of
+		// the connection as an isError result naming it.
+		res, err := f.s.up.result(nil, err)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
 	var head struct {
 		ResultType string `json:"resultType"`
