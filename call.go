@@ -30,6 +30,9 @@ type CallOptions struct {
 	// server on protocol 2026-07-28 takes the level per request; the
 	// proxy passes a host's on). Otherwise the level of SetLoggingLevel.
 	LogLevel mcp.LoggingLevel
+	// TaskRelay, on CallRaw, declares a tasks extension to the server and
+	// hears which generation answered (task_relay.go; docs/design.md §25).
+	TaskRelay *TaskRelay
 }
 
 // Call calls a tool by its original (server-side) name. During an outage

@@ -58,12 +58,15 @@ func (s *Supervisor) CallRaw(ctx context.Context, tool string, args json.RawMess
 			// (hostcaps.go), which the raw request does not pass.
 			break
 		}
-		res, sent, possible, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level)
+		res, sent, possible, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level, relayOf(opts))
 		if !possible {
 			break
 		}
 		if sent || ctx.Err() != nil {
 			if s.mayReplay(ctx, g, tool, err) {
+				if tr := relayOf(opts); tr != nil {
+					tr.Generation = 0 // the replay goes the typed way, without the extension
+				}
 				return encodeResult(s.callLoop(ctx, tool, typedArgs, opts, level, &w, err, g))
 			}
 			return res, err
@@ -96,7 +99,7 @@ func encodeResult(res *mcp.CallToolResult, err error) (json.RawMessage, error) {
 // callRawOn is generation.call for a raw call: sent as Call's; possible
 // is false (nothing sent) when g cannot carry it yet.
 func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, args json.RawMessage,
-	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel) (_ json.RawMessage, sent, possible bool, _ error) {
+	progress func(*mcp.ProgressNotificationParams), level mcp.LoggingLevel, tr *TaskRelay) (_ json.RawMessage, sent, possible bool, _ error) {
 	var meta []byte // the session's _meta fields, on 2026-07-28
 	if g.modern {
 		if meta = g.raw.SessionMeta(); meta == nil {
@@ -104,6 +107,15 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 		}
 	} else {
 		level = "" // a legacy server takes its level from logging/setLevel
+	}
+	declared := false // the tasks extension, for a relay (task_relay.go)
+	if tr != nil {
+		// The server may answer with a task of its own. Session _meta
+		// that does not decode (never: RawConn wrote it) leaves the call
+		// a call.
+		if m, err := relayMeta(meta, hostCapsOf(ctx), tr.Extension); err == nil {
+			meta, declared = m, true
+		}
 	}
 	sc, ok := g.begin(ctx)
 	if !ok {
@@ -159,7 +171,18 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 	if !sent {
 		return nil, false, true, err
 	}
+	if declared {
+		tr.Generation = g.n
+	}
 	return res, true, true, err
+}
+
+// relayOf is opts' TaskRelay, if any.
+func relayOf(opts *CallOptions) *TaskRelay {
+	if opts == nil {
+		return nil
+	}
+	return opts.TaskRelay
 }
 
 // serverAnswer words a server's JSON-RPC error as the SDK's client does

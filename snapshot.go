@@ -37,8 +37,9 @@ type Snapshot struct {
 	IdleStop time.Duration
 	// InFlight is the number of the host's requests (calls, prompts,
 	// reads, completions) in flight through the supervisor when State was
-	// called, waiting ones included; read by State, never published (a
-	// request is not a change of the snapshot).
+	// called, waiting ones included, and the relayed tasks its live
+	// generation works on (Supervisor.HoldUse); read by State, never
+	// published (a request is not a change of the snapshot).
 	InFlight int
 }
 

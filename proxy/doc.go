@@ -45,6 +45,16 @@
 // is handed back to it with the call's outcome. Options.TypedRelay turns
 // it off; the Streamable HTTP front keeps the typed path.
 //
+// Tasks (docs/design.md §25). The front offers the tasks extension
+// (io.modelcontextprotocol/tasks) for every tool: a host that declared it
+// may get a task for a call, then tasks/get, tasks/update, tasks/cancel.
+// For a server that has the extension itself (over stdio) the task is the
+// server's, relayed under a handle of mcpkeep's naming the server's
+// generation (tasks_relay.go); a generation that ended took its tasks
+// with it, and they read failed, outcome unknown. For any other server
+// mcpkeep keeps the task (tasks.Engine), running the call detached from
+// the host's request.
+//
 // Health and metrics. Health serves /healthz and /readyz; request counts
 // leave through the Metrics interface (package metrics implements it
 // with Prometheus, which this package does not import).

@@ -43,8 +43,8 @@ func mirror(pool *mcpkeep.Pool, server string, res mcp.Result) {
 
 // mirroredCaps is the server's capabilities as the host sees them through
 // mcpkeep: every list may change (servers restart with other lists), and
-// the server's own tasks are not passed on: mcpkeep's tasks extension is
-// advertised instead (docs/design.md §25).
+// mcpkeep's tasks extension is advertised whether or not the server has
+// it: mcpkeep keeps the tasks, or relays the server's own (docs/design.md §25).
 func mirroredCaps(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
 	out := withTasksExtension(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}})
 	if c == nil {

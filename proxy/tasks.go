@@ -36,8 +36,9 @@ const tasksExtension = "io.modelcontextprotocol/tasks"
 
 // taskFront is the proxy's side of the extension.
 type taskFront struct {
-	s *Server
-	e *tasks.Engine
+	s     *Server
+	e     *tasks.Engine
+	relay *relayTable // the handles of servers' own tasks (tasks_relay.go)
 }
 
 // setupTasks makes the engine and registers the extension's methods and
@@ -68,7 +69,7 @@ func (s *Server) setupTasks() {
 		s.log.Error("tasks disabled", slog.Any("err", err))
 		return
 	}
-	f := &taskFront{s: s, e: e}
+	f := &taskFront{s: s, e: e, relay: newRelayTable(o, s.opts.Replicas)}
 	s.tasks = f
 	s.health.tasks = f.byName
 	mcp.AddReceivingCustomMethod(s.srv, "tasks/get", f.get)
@@ -171,6 +172,9 @@ func (f *taskFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if mode == config.TasksNever {
 			return next(ctx, method, req)
+		}
+		if f.relays(server, mode) {
+			return f.relayCall(ctx, r, server) // the server's own task (tasks_relay.go)
 		}
 		rec, err := f.e.Create(tasks.Spec{Server: server, Tool: r.Params.Name, TTL: pol.TTL,
 			Ctx: mcpkeep.TraceFrom(context.Background(), ctx),
@@ -332,12 +336,15 @@ func needID(id string) error {
 	return nil
 }
 
-func (f *taskFront) get(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*detailedTask, error) {
+func (f *taskFront) get(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
 	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
 		return nil, err
 	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
+	}
+	if res, ok, err := f.relayed(ctx, "tasks/get", p.TaskID, nil); ok { // tasks_relay.go
+		return res, err
 	}
 	rec, err := f.e.Get(ctx, "", p.TaskID)
 	if err != nil {
@@ -346,12 +353,15 @@ func (f *taskFront) get(ctx context.Context, ss *mcp.ServerSession, p *taskIDPar
 	return &detailedTask{ResultType: "complete", taskFields: fieldsOf(rec), Result: rec.Result, Error: rec.Error, InputRequests: rec.InputRequests}, nil
 }
 
-func (f *taskFront) update(ctx context.Context, ss *mcp.ServerSession, p *taskUpdateParams) (*taskAck, error) {
+func (f *taskFront) update(ctx context.Context, ss *mcp.ServerSession, p *taskUpdateParams) (mcp.Result, error) {
 	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
 		return nil, err
 	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
+	}
+	if res, ok, err := f.relayed(ctx, "tasks/update", p.TaskID, p.InputResponses); ok { // tasks_relay.go
+		return res, err
 	}
 	if _, err := f.e.Update("", p.TaskID, p.InputResponses); err != nil {
 		return nil, unknownTask(p.TaskID, err)
@@ -359,12 +369,15 @@ func (f *taskFront) update(ctx context.Context, ss *mcp.ServerSession, p *taskUp
 	return &taskAck{ResultType: "complete"}, nil
 }
 
-func (f *taskFront) cancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskAck, error) {
+func (f *taskFront) cancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (mcp.Result, error) {
 	if err := needExtension(ss, p.Meta); err != nil { // tasks_gate.go
 		return nil, err
 	}
 	if err := needID(p.TaskID); err != nil {
 		return nil, err
+	}
+	if res, ok, err := f.relayed(ctx, "tasks/cancel", p.TaskID, nil); ok { // tasks_relay.go
+		return res, err
 	}
 	if _, err := f.e.Cancel(ctx, "", p.TaskID); err != nil {
 		return nil, unknownTask(p.TaskID, err)
@@ -378,6 +391,7 @@ func (f *taskFront) close(ctx context.Context) error {
 	if f == nil {
 		return nil
 	}
+	f.relay.close()
 	return f.e.Close(ctx)
 }
 
