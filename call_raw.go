@@ -52,10 +52,12 @@ func (s *Supervisor) CallRaw(ctx context.Context, tool string, args json.RawMess
 			}
 			continue
 		}
-		if g.raw == nil || hasHostCaps(ctx) {
+		if g.raw == nil || (hasHostCaps(ctx) && relayOf(opts) == nil) {
 			// A host's own capabilities (WithHostCapabilities) are told
 			// the server by the SDK client's sending middleware
-			// (hostcaps.go), which the raw request does not pass.
+			// (hostcaps.go), which the raw request does not pass; a
+			// relay's raw call puts them in its own _meta (relayMeta,
+			// task_relay.go), and must stay raw to read a task.
 			break
 		}
 		res, sent, possible, err := s.callRawOn(ctx, g, tool, args, w.hb.progress(), level, relayOf(opts))
