@@ -237,6 +237,9 @@ func (f *taskFront) runner(public string, args json.RawMessage, caps *mcp.Client
 		if err == nil || errors.Is(err, mcpkeep.ErrConnectionLost) || errors.As(err, &wire) || ctx.Err() != nil {
 			return raw, err
 		}
+		if inputFailed(err) {
+			return nil, err // the task fails saying why (tasks_input.go)
+		}
 		return json.Marshal(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(pool, err)}}})
 	}
 }
