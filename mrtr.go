@@ -44,7 +44,7 @@ func (s *Supervisor) multiRoundTrip(g *generation) mcp.Middleware {
 				}
 				answers, err := s.fulfil(ctx, g, reqs)
 				if err != nil {
-					return nil, err
+					return nil, &afterInput{err} // the host was being asked: never replayed
 				}
 				if req, err = withAnswers(req, answers, state); err != nil {
 					return nil, err
@@ -79,7 +79,11 @@ func (r *rounds) answered(err error) error {
 }
 
 // errAfterInput matches the failure of a call after its first round was
-// answered (afterInput): mayReplay never repeats one.
+// answered (afterInput), or while the host was asked for a round's input
+// (fulfil): mayReplay never repeats one. A task's call lost so fails,
+// outcome unknown, even for a replay-safe tool: no round goes to the next
+// generation, neither with the server's requestState nor from round 1
+// (docs/design.md §25).
 var errAfterInput = errors.New("the host was asked for input in an earlier round")
 
 // afterInput is a failure in a round after the first: err itself to

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkeep/mcpkeep"
+	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tasks"
+	"github.com/mcpkeep/mcpkeep/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -377,5 +380,95 @@ func TestTaskModernServerRoundsBound(t *testing.T) {
 	}
 	if n := len(u.seen()); n != 10 {
 		t.Fatalf("the server got %d rounds, want the bound's 10", n)
+	}
+}
+
+// lossRig serves in-memory server w on 2026-07-28 (every call a task)
+// with tool ro (readOnlyHint: replay-safe), which asks for a name in
+// round 1 and, given it, works until cancelled; rounds logs "gen state".
+func lossRig(t *testing.T) (*rig, http.Handler, *mrtrUpstream) {
+	t.Helper()
+	u := &mrtrUpstream{}
+	r := &rig{t: t, mems: map[string]*transport.Memory{}, downstream: modernVersion}
+	m := transport.NewMemory("echo")
+	m.Serve = func(gen uint64, s *mcp.Server) {
+		s.AddTool(&mcp.Tool{Name: "ro", InputSchema: objectSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				u.log(fmt.Sprintf("gen%d", gen), req)
+				if answered(req, "name") == "" {
+					return asks("r1", mcp.InputRequestMap{"name": elicit("name?")}), nil
+				}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+	}
+	r.mems["w"] = m
+	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{"w": map[string]any{"command": "mem-w",
+		"tasks": map[string]any{"mode": "always", "ttlMs": 60000}}},
+		"reconnect": map[string]any{"initialDelayMs": 10, "maxDelayMs": 50, "maxAttempts": 3}})
+	r.srv = New(cfg, Options{Pool: mcpkeep.PoolOptions{Opener: func(config.Server) (transport.Opener, error) {
+		return pinned{m, modernVersion}, nil
+	}}})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+		defer cancel()
+		if err := r.srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	h, err := r.srv.Handler(HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitApplied()
+	return r, h, u
+}
+
+// TestTaskModernServerLostAfterAsking: once the server has asked (its
+// round 1 answered with input requests), a loss of the server ends the
+// task failed, outcome unknown, even for a replay-safe tool: no round
+// (with its requestState, or from round 1 again) reaches the next
+// generation. Lost while the host is asked, and lost in round 2.
+func TestTaskModernServerLostAfterAsking(t *testing.T) {
+	for _, answer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answered=%v", answer), func(t *testing.T) {
+			r, h, u := lossRig(t)
+			m := r.mems["w"]
+			id := startTask(t, h, "ro")
+			keys := inputKeys(t, settle(t, r.srv, h, id, 1))
+			if answer {
+				update(t, h, id, map[string]string{keys[0]: "Ada"})
+				deadline := time.After(testDeadline)
+				for len(u.seen()) < 2 { // round 2 reached the server
+					rec, moved, _ := r.srv.tasks.e.Watch(id)
+					if rec.Status.Terminal() {
+						t.Fatalf("the task ended before round 2: %s", rec.Status)
+					}
+					select {
+					case <-moved:
+					case <-time.After(10 * time.Millisecond): // the server's log has no channel; bounded by deadline
+					case <-deadline:
+						t.Fatal("round 2 never reached the server")
+					}
+				}
+			}
+			m.Gen(1).Kill()
+			done := pollTask(t, h, id)
+			e, _ := done["error"].(map[string]any)
+			data, _ := json.Marshal(e["data"])
+			if done["status"] != "failed" || !strings.Contains(string(data), "server_lost_outcome_unknown") {
+				t.Fatalf("the task: %s; want failed, outcome unknown", resultText(done))
+			}
+			select {
+			case <-r.srv.calls.idle():
+			case <-time.After(testDeadline):
+				t.Fatal("the task's call still runs")
+			}
+			for _, round := range u.seen() {
+				if !strings.HasPrefix(round, "gen1 ") {
+					t.Fatalf("the server's rounds %q: a round reached another generation", u.seen())
+				}
+			}
+		})
 	}
 }
