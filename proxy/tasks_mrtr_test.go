@@ -120,13 +120,19 @@ func (u *mrtrUpstream) server() *mcp.Server {
 // mrtrRig fronts the stateless server as server w, every call a task.
 func mrtrRig(t *testing.T) (*Server, http.Handler, *mrtrUpstream) {
 	t.Helper()
+	return mrtrRigWith(t, map[string]any{"mode": "always", "ttlMs": 60000})
+}
+
+// mrtrRigWith is mrtrRig with w's "tasks" policy.
+func mrtrRigWith(t *testing.T, policy map[string]any) (*Server, http.Handler, *mrtrUpstream) {
+	t.Helper()
 	u := &mrtrUpstream{}
 	srv := u.server()
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(hs.Close)
 	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{"w": map[string]any{
-		"url": hs.URL, "tasks": map[string]any{"mode": "always", "ttlMs": 60000}}}})
+		"url": hs.URL, "tasks": policy}}})
 	p := New(cfg, Options{})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
@@ -470,5 +476,35 @@ func TestTaskModernServerLostAfterAsking(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTaskModernServerRoundsBeforeATask: under "auto", a 2026-07-28
+// host's call whose server asks within the grace gets the round as an
+// InputRequiredResult under the task's key (the server's key kept in
+// it); its next round, answered under that key, ends inline with the
+// server's result (rounds before a task, composed with the server's own).
+func TestTaskModernServerRoundsBeforeATask(t *testing.T) {
+	_, h, u := mrtrRigWith(t, map[string]any{"mode": "auto", "graceMs": 5000, "ttlMs": 60000})
+	params := map[string]any{"name": "w__ask", "arguments": map[string]any{}}
+	jcode, res, raw := modernAs(t, h, elicitingHost, "tools/call", "w__ask", params)
+	reqs, _ := res["inputRequests"].(map[string]any)
+	state, _ := res["requestState"].(string)
+	if jcode != 0 || res["resultType"] != "input_required" || len(reqs) != 1 || state == "" {
+		t.Fatalf("round 1: %s", raw)
+	}
+	var key string
+	for k := range reqs {
+		key = k
+	}
+	wantKey(t, key, "name")
+	params = map[string]any{"name": "w__ask", "arguments": map[string]any{}, "requestState": state,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"v": "Ada"}}}}
+	jcode, res, raw = modernAs(t, h, elicitingHost, "tools/call", "w__ask", params)
+	if jcode != 0 || res["resultType"] != "complete" || !strings.Contains(raw, "hello Ada") {
+		t.Fatalf("round 2: %s", raw)
+	}
+	if got, want := u.seen(), []string{`ask "" `, `ask "r1" name`}; !slices.Equal(got, want) {
+		t.Fatalf("the server's rounds: %q, want %q", got, want)
 	}
 }
