@@ -183,8 +183,17 @@ func (tc *taskCarrier) withdraw() {
 // rounds went past the supervisor's bound (mcpkeep.ErrInputRounds). Then
 // the call has no tool result, and the task fails with that error rather
 // than completing with it as an isError result (docs/design.md §25).
-func inputFailed(err error) bool {
-	return errors.Is(err, errCarrierCannot) || errors.Is(err, mcpkeep.ErrNotOffered) || errors.Is(err, mcpkeep.ErrInputRounds)
+func inputFailed(err error) bool { return inputReason(err) != "" }
+
+// inputReason is the machine-readable reason of such a failure, or "".
+func inputReason(err error) string {
+	switch {
+	case errors.Is(err, mcpkeep.ErrInputRounds):
+		return "input_rounds_exceeded"
+	case errors.Is(err, errCarrierCannot), errors.Is(err, mcpkeep.ErrNotOffered):
+		return "input_not_declared"
+	}
+	return ""
 }
 
 // askOf is the capability an input request needs.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/tasks"
@@ -120,11 +121,11 @@ func (u *mrtrUpstream) server() *mcp.Server {
 // mrtrRig fronts the stateless server as server w, every call a task.
 func mrtrRig(t *testing.T) (*Server, http.Handler, *mrtrUpstream) {
 	t.Helper()
-	return mrtrRigWith(t, map[string]any{"mode": "always", "ttlMs": 60000})
+	return mrtrRigWith(t, map[string]any{"mode": "always", "ttlMs": 60000}, Options{})
 }
 
-// mrtrRigWith is mrtrRig with w's "tasks" policy.
-func mrtrRigWith(t *testing.T, policy map[string]any) (*Server, http.Handler, *mrtrUpstream) {
+// mrtrRigWith is mrtrRig with w's "tasks" policy and the proxy's options.
+func mrtrRigWith(t *testing.T, policy map[string]any, opts Options) (*Server, http.Handler, *mrtrUpstream) {
 	t.Helper()
 	u := &mrtrUpstream{}
 	srv := u.server()
@@ -133,7 +134,7 @@ func mrtrRigWith(t *testing.T, policy map[string]any) (*Server, http.Handler, *m
 	t.Cleanup(hs.Close)
 	cfg := mustConfig(t, map[string]any{"mcpServers": map[string]any{"w": map[string]any{
 		"url": hs.URL, "tasks": policy}}})
-	p := New(cfg, Options{})
+	p := New(cfg, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 		defer cancel()
@@ -346,6 +347,34 @@ func TestTaskModernServerCancelWhileAsking(t *testing.T) {
 	}
 }
 
+// TestTaskModernServerTTLWhileAsking: the TTL passing while the task
+// waits for the host ends it (failed, expired) and the call with it; the
+// call is not sent again.
+func TestTaskModernServerTTLWhileAsking(t *testing.T) {
+	clk := clock.NewMock()
+	p, h, u := mrtrRigWith(t, map[string]any{"mode": "always", "ttlMs": 60000}, Options{Tasks: tasks.Options{Clock: clk}})
+	id := startTask(t, h, "ask")
+	settle(t, p, h, id, 1)
+	done := p.tasks.e.Done(id)
+	clk.Add(61 * time.Second)
+	select {
+	case <-done:
+	case <-time.After(testDeadline):
+		t.Fatal("the task did not end at its TTL")
+	}
+	select {
+	case <-p.calls.idle():
+	case <-time.After(testDeadline):
+		t.Fatal("the task's call still runs after its TTL")
+	}
+	if jcode, _ := taskGet(t, h, id); jcode != -32602 {
+		t.Fatalf("tasks/get after the TTL: %d, want -32602 (forgotten)", jcode)
+	}
+	if got := u.seen(); len(got) != 1 {
+		t.Fatalf("the server's rounds: %q, want round 1 only", got)
+	}
+}
+
 // TestTaskModernServerUndeclared: the server asks for sampling, which
 // the creating request did not declare: the task fails saying so, nothing
 // is asked, and the call is not sent again.
@@ -355,7 +384,9 @@ func TestTaskModernServerUndeclared(t *testing.T) {
 	done := pollTask(t, h, id)
 	e, _ := done["error"].(map[string]any)
 	msg, _ := e["message"].(string)
-	if done["status"] != "failed" || !strings.Contains(msg, "sampling") || !strings.Contains(msg, "declare") || done["inputRequests"] != nil {
+	data, _ := e["data"].(map[string]any)
+	if done["status"] != "failed" || !strings.Contains(msg, "sampling") || !strings.Contains(msg, "declare") || done["inputRequests"] != nil ||
+		data["reason"] != "input_not_declared" {
 		t.Fatalf("the task: %s; want failed saying sampling was not declared", resultText(done))
 	}
 	if got := u.seen(); len(got) != 1 {
@@ -381,7 +412,8 @@ func TestTaskModernServerRoundsBound(t *testing.T) {
 	}
 	e, _ := done["error"].(map[string]any)
 	msg, _ := e["message"].(string)
-	if done["status"] != "failed" || !strings.Contains(msg, "rounds") {
+	data, _ := e["data"].(map[string]any)
+	if done["status"] != "failed" || !strings.Contains(msg, "rounds") || data["reason"] != "input_rounds_exceeded" {
 		t.Fatalf("the task: %s; want failed naming the rounds' bound", resultText(done))
 	}
 	if n := len(u.seen()); n != 10 {
@@ -485,7 +517,7 @@ func TestTaskModernServerLostAfterAsking(t *testing.T) {
 // it); its next round, answered under that key, ends inline with the
 // server's result (rounds before a task, composed with the server's own).
 func TestTaskModernServerRoundsBeforeATask(t *testing.T) {
-	_, h, u := mrtrRigWith(t, map[string]any{"mode": "auto", "graceMs": 5000, "ttlMs": 60000})
+	_, h, u := mrtrRigWith(t, map[string]any{"mode": "auto", "graceMs": 5000, "ttlMs": 60000}, Options{})
 	params := map[string]any{"name": "w__ask", "arguments": map[string]any{}}
 	jcode, res, raw := modernAs(t, h, elicitingHost, "tools/call", "w__ask", params)
 	reqs, _ := res["inputRequests"].(map[string]any)
