@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -146,9 +148,9 @@ func (tc *taskCarrier) ofRound(key string, all mcp.InputRequestMap) (*tasks.Inpu
 	}
 	reqs := make(map[string]json.RawMessage, len(byKey))
 	ours := make(map[string]string, len(byKey)) // the server's key → the task's
-	for k, v := range byKey {
+	for _, k := range slices.Sorted(maps.Keys(byKey)) { // numbered in the server's order of keys
 		ours[k] = tc.key(k)
-		reqs[ours[k]] = v
+		reqs[ours[k]] = byKey[k]
 	}
 	ins, err := tc.hooks.Open(reqs)
 	if err != nil {

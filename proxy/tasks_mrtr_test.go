@@ -308,6 +308,9 @@ func TestTaskModernServerPartialAnswers(t *testing.T) {
 	if len(keys) != 2 {
 		t.Fatalf("keys %q, want the round's two", keys)
 	}
+	if strings.HasSuffix(keys[0], "-b") { // N is in the order the round was read
+		keys[0], keys[1] = keys[1], keys[0]
+	}
 	wantKey(t, keys[0], "a")
 	wantKey(t, keys[1], "b")
 	update(t, h, id, map[string]string{keys[0]: "1"})
