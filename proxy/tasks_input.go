@@ -147,7 +147,7 @@ func (tc *taskCarrier) ofRound(key string, all mcp.InputRequestMap) (*tasks.Inpu
 		return nil, fmt.Errorf("mcpkeep: the server's input requests: %w", err)
 	}
 	reqs := make(map[string]json.RawMessage, len(byKey))
-	ours := make(map[string]string, len(byKey)) // the server's key → the task's
+	ours := make(map[string]string, len(byKey))         // the server's key → the task's
 	for _, k := range slices.Sorted(maps.Keys(byKey)) { // numbered in the server's order of keys
 		ours[k] = tc.key(k)
 		reqs[ours[k]] = byKey[k]
