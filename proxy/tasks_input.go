@@ -22,7 +22,6 @@ import (
 // up). It becomes an input request of the task (input_required, shown by
 // tasks/get under a key of its own), and the host's tasks/update answer
 // under that key is the server's reply.
-
 //
 // A 2026-07-28 server asks by answering the call with input requests (its
 // input_required result, §24); the supervisor fulfils them one by one
@@ -72,7 +71,8 @@ func (tc *taskCarrier) declares(a hostAsk) bool {
 // into out.
 func (tc *taskCarrier) ask(ctx context.Context, method string, params any, out any) error {
 	var in *tasks.Input
-	if key, all, ok := mcpkeep.InputRequestOf(ctx); ok && all[key] != nil {
+	key, all, round := mcpkeep.InputRequestOf(ctx)
+	if round = round && all[key] != nil; round {
 		var err error
 		if in, err = tc.ofRound(key, all); err != nil {
 			return err
@@ -91,7 +91,9 @@ func (tc *taskCarrier) ask(ctx context.Context, method string, params any, out a
 	}
 	ans, err := in.Wait(ctx)
 	if err != nil {
-		tc.withdraw() // the round's call is over: none of it stays asked
+		if round {
+			tc.withdraw() // the round's call is over: none of it stays asked
+		}
 		return err
 	}
 	if err := json.Unmarshal(ans, out); err != nil {
