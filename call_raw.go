@@ -158,7 +158,7 @@ func (s *Supervisor) callRawOn(ctx context.Context, g *generation, tool string, 
 		// way (the caller's values route it to the host that made the call).
 		answers, ferr := s.fulfil(sc.ctx, g, reqs)
 		if ferr != nil {
-			err = ferr
+			err = &afterInput{ferr} // the host was being asked: never replayed (mrtr.go)
 			break
 		}
 		if call.answers, err = json.Marshal(answers); err != nil {

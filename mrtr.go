@@ -44,7 +44,7 @@ func (s *Supervisor) multiRoundTrip(g *generation) mcp.Middleware {
 				}
 				answers, err := s.fulfil(ctx, g, reqs)
 				if err != nil {
-					return nil, err
+					return nil, &afterInput{err} // the host was being asked: never replayed
 				}
 				if req, err = withAnswers(req, answers, state); err != nil {
 					return nil, err
@@ -79,7 +79,11 @@ func (r *rounds) answered(err error) error {
 }
 
 // errAfterInput matches the failure of a call after its first round was
-// answered (afterInput): mayReplay never repeats one.
+// answered (afterInput), or while the host was asked for a round's input
+// (fulfil): mayReplay never repeats one. A task's call lost so fails,
+// outcome unknown, even for a replay-safe tool: no round goes to the next
+// generation, neither with the server's requestState nor from round 1
+// (docs/design.md §25).
 var errAfterInput = errors.New("the host was asked for input in an earlier round")
 
 // afterInput is a failure in a round after the first: err itself to
@@ -95,11 +99,11 @@ func (a *afterInput) Unwrap() []error { return []error{a.err, errAfterInput} }
 func (r *rounds) more(reqs mcp.InputRequestMap) error {
 	if len(reqs) == 0 {
 		if r.shed++; r.shed >= 3 {
-			return fmt.Errorf("mcpkeep: server %q: %s: the server asked for no input %d times", r.server, r.method, r.shed)
+			return fmt.Errorf("mcpkeep: server %q: %s: the server asked for no input %d times: %w", r.server, r.method, r.shed, ErrInputRounds)
 		}
 	}
 	if r.n >= maxRounds {
-		return fmt.Errorf("mcpkeep: server %q: %s: still asking for input after %d rounds", r.server, r.method, r.n)
+		return fmt.Errorf("mcpkeep: server %q: %s: still asking for input after %d rounds: %w", r.server, r.method, r.n, ErrInputRounds)
 	}
 	return nil
 }
@@ -159,9 +163,17 @@ func InputRequestOf(ctx context.Context) (key string, all mcp.InputRequestMap, o
 	return v.id, v.all, ok
 }
 
-// errNotOffered: a server asked for a capability the host does not have
-// (a server that honours the capabilities it was told never does).
-var errNotOffered = errors.New("the host does not offer this")
+// ErrNotOffered: a server asked by input request for a capability the
+// host does not have (a server that honours the capabilities it was told
+// never does).
+var ErrNotOffered = errors.New("the host does not offer this")
+
+var errNotOffered = ErrNotOffered
+
+// ErrInputRounds: a request's multi round trip went past its bound (the
+// server kept asking, or asked for nothing, too often). A task whose call
+// ends so fails (docs/design.md §25).
+var ErrInputRounds = errors.New("too many rounds of input requests")
 
 // fulfil answers each input request with the host's handlers.
 func (s *Supervisor) fulfil(ctx context.Context, g *generation, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {

@@ -96,3 +96,66 @@ func TestMultiRoundTripReadOnlyNotReplayed(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiRoundTripLostWhileAskedNotReplayed: a readOnly tool whose
+// server is lost while the host is asked for round 1's input (the host's
+// handler ends with the call's context) fails as lost and is never
+// replayed: no round, neither with the server's requestState nor from
+// round 1, reaches the next generation, and the person is not asked
+// again (docs/design.md §19, §25). Both ways a call goes out.
+func TestMultiRoundTripLostWhileAskedNotReplayed(t *testing.T) {
+	for _, c := range callers {
+		t.Run(c.name+"lost while asked", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var asked, rounds atomic.Int32
+				r := newProtoRig(t, "", func(rec *hostRec) HostHandlers {
+					hh := rec.handlers()
+					hh.Elicit = func(ctx context.Context, _ string, _ *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+						asked.Add(1)
+						<-ctx.Done() // the person takes their time; the server dies
+						return nil, ctx.Err()
+					}
+					return hh
+				}, nil)
+				serve := r.mem.Serve
+				r.mem.Serve = func(gen uint64, s *mcp.Server) {
+					serve(gen, s)
+					s.AddTool(&mcp.Tool{Name: "lookask", InputSchema: objectSchema, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+							rounds.Add(1)
+							return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "a name?",
+								RequestedSchema: map[string]any{"type": "object"}}}}, nil
+						})
+				}
+				r.mustStart(t)
+				out := c.call(r.harness, "lookask", &CallOptions{WaitForReady: true})
+				synctest.Wait() // round 1 answered; the person is being asked
+				if asked.Load() != 1 {
+					t.Fatal("the person was never asked")
+				}
+				r.mem.Gen(1).Kill()
+				r.settle()
+				for range 5 {
+					if r.state() == fsm.Established {
+						break
+					}
+					r.advance(time.Second)
+				}
+				r.wantState(fsm.Established)
+				res := resultOf(t, out)
+				if !errors.Is(res.err, ErrConnectionLost) {
+					t.Fatalf("call = %v, want ErrConnectionLost", res.err)
+				}
+				if n, m := asked.Load(), rounds.Load(); n != 1 || m != 1 {
+					t.Fatalf("the person was asked %d times and the server got %d rounds, want 1 and 1 (the call was replayed)", n, m)
+				}
+				if n := r.sup.CallsReplayed(); n != 0 {
+					t.Fatalf("%d calls replayed", n)
+				}
+				if err := r.dispose(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}

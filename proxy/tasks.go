@@ -241,17 +241,26 @@ func (f *taskFront) runner(public string, args json.RawMessage, caps *mcp.Client
 		if err == nil || errors.Is(err, mcpkeep.ErrConnectionLost) || errors.As(err, &wire) || ctx.Err() != nil {
 			return raw, err
 		}
+		if inputFailed(err) {
+			return nil, err // the task fails saying why (tasks_input.go)
+		}
 		return json.Marshal(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: describe(pool, err)}}})
 	}
 }
 
-// taskRPCError keeps a server's JSON-RPC error as the task's.
+// taskRPCError keeps a server's JSON-RPC error as the task's; a call
+// whose input requests mcpkeep could not carry says why in its data's
+// reason (tasks_input.go), as a failure mcpkeep made does (T5).
 func taskRPCError(err error) *tasks.RPCError {
 	var wire *jsonrpc.Error
 	if errors.As(err, &wire) {
 		return &tasks.RPCError{Code: wire.Code, Message: wire.Message, Data: wire.Data}
 	}
-	return &tasks.RPCError{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	e := &tasks.RPCError{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	if reason := inputReason(err); reason != "" {
+		e.Data, _ = json.Marshal(map[string]string{"reason": reason})
+	}
+	return e
 }
 
 // taskRefused is a bound's answer: at once, never queued.

@@ -26,7 +26,8 @@ type Transition struct {
 // Reasons a task fails without its call's own error (T5). They say
 // whether the work may have taken effect; hosts and tests match them.
 const (
-	ReasonOutcomeUnknown = "the server was lost while the call ran and the call is not replay-safe; " +
+	ReasonOutcomeUnknown = "the server was lost while the call ran and the call is not replay-safe " +
+		"(or its server had asked the host for input: the person is never asked twice); " +
 		"the outcome is unknown (the work may or may not have taken effect), so it was not run again"
 	ReasonExpired = "the task's TTL passed before the call finished; the call was cancelled " +
 		"and the outcome is unknown"
