@@ -16,6 +16,10 @@ import (
 type idleCallResult struct {
 	proxy  durations // call sent → answered, the server idle before it
 	direct durations // spawn → initialize → the same call answered
+	// The proxy's phases (idlePhases, from its --trace file) and the
+	// direct host's: spawn and handshake (Connect), then the call.
+	demand, connect, answer durations
+	dConnect, dCall         durations
 }
 
 func callEchoOnce(ctx context.Context, cs *mcp.ClientSession, name string) error {
@@ -54,9 +58,10 @@ func runIdleCall(ctx context.Context, cfg Config, b *proxyBuild) (*idleCallResul
 	// A cheap row (a process start and a call each): more runs than the
 	// fleet's, so its median holds still.
 	runs := max(cfg.StartupRuns, 4*cfg.StartupRuns+1)
-	for range runs {
+	for i := range runs {
 		cctx, cancel := within(ctx)
-		h, err := connectHost(cctx, b.proxyCmdArgs(cfgPath, args), "")
+		tracePath := filepath.Join(b.dir, fmt.Sprintf("idle-trace-%d.jsonl", i))
+		h, err := connectHost(cctx, b.proxyCmdArgs(cfgPath, append(args[:len(args):len(args)], "--trace", tracePath)), "")
 		if err != nil {
 			cancel()
 			return nil, err
@@ -68,18 +73,30 @@ func runIdleCall(ctx context.Context, cfg Config, b *proxyBuild) (*idleCallResul
 		}
 		t0 := time.Now()
 		err = callEchoOnce(cctx, h.cs, "s__echo")
-		res.proxy = append(res.proxy, time.Since(t0))
-		h.close()
+		t1 := time.Now()
+		res.proxy = append(res.proxy, t1.Sub(t0))
+		h.close() // the proxy has exited: its trace is complete
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("first call to the idle server: %w", err)
 		}
+		ph, err := readIdlePhases(tracePath, t0, t1)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		res.demand = append(res.demand, ph.demand)
+		res.connect = append(res.connect, ph.connect)
+		res.answer = append(res.answer, ph.answer)
 
 		t0 = time.Now()
 		d, err := connectHost(cctx, fixtureCmd(), "")
 		if err == nil {
+			t1 := time.Now()
 			err = callEchoOnce(cctx, d.cs, "echo")
 			res.direct = append(res.direct, time.Since(t0))
+			res.dConnect = append(res.dConnect, t1.Sub(t0))
+			res.dCall = append(res.dCall, time.Since(t1))
 			d.close()
 		}
 		cancel()
@@ -104,6 +121,11 @@ func idleCallRows(rep *Report, r *idleCallResult) {
 		"for) that the host's process paid long before. Traced (strace -f), the time goes to these steps, spread "+
 		"over the path, not to an extra round trip: the call is the first request after initialized, the lists follow its answer")
 	rep.add(row)
+	rep.add(Row{Section: secStartup, Metric: "the idle first call by phase, p50 of each: call → demand (the hop in, the supervisor's loop) / " +
+		"demand → established (spawn, handshake, the loop) / established → answer (the call, the hop out)",
+		Mcpkeep: fmt.Sprintf("%s / %s / %s", fmtDur(r.demand.pct(50)), fmtDur(r.connect.pct(50)), fmtDur(r.answer.pct(50))),
+		Comparison: fmt.Sprintf("direct: spawn and handshake %s / the call %s", fmtDur(r.dConnect.pct(50)), fmtDur(r.dCall.pct(50))),
+		Target: "—", Verdict: Info})
 	rep.note(secStartup, "the idle row: `mcpkeep proxy` with one fixture server set to `\"start\": \"lazy\"` and a "+
 		"catalog cache filled by an earlier run; the host connects, lists the tools (from the cache, the server idle), "+
 		"then calls `s__echo`: from the call to its answer, which includes the server's start on demand. Beside it, a "+
