@@ -123,9 +123,9 @@ func idleCallRows(rep *Report, r *idleCallResult) {
 	rep.add(row)
 	rep.add(Row{Section: secStartup, Metric: "the idle first call by phase, p50 of each: call → demand (the hop in, the supervisor's loop) / " +
 		"demand → established (spawn, handshake, the loop) / established → answer (the call, the hop out)",
-		Mcpkeep: fmt.Sprintf("%s / %s / %s", fmtDur(r.demand.pct(50)), fmtDur(r.connect.pct(50)), fmtDur(r.answer.pct(50))),
+		Mcpkeep:    fmt.Sprintf("%s / %s / %s", fmtDur(r.demand.pct(50)), fmtDur(r.connect.pct(50)), fmtDur(r.answer.pct(50))),
 		Comparison: fmt.Sprintf("direct: spawn and handshake %s / the call %s", fmtDur(r.dConnect.pct(50)), fmtDur(r.dCall.pct(50))),
-		Target: "—", Verdict: Info})
+		Target:     "—", Verdict: Info})
 	rep.note(secStartup, "the idle row: `mcpkeep proxy` with one fixture server set to `\"start\": \"lazy\"` and a "+
 		"catalog cache filled by an earlier run; the host connects, lists the tools (from the cache, the server idle), "+
 		"then calls `s__echo`: from the call to its answer, which includes the server's start on demand. Beside it, a "+
