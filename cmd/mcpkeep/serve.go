@@ -50,6 +50,7 @@ type serving struct {
 func (sv *serving) serve(stdout io.Writer) int {
 	relayGC()
 	sv.resumeGC = pauseStartGC() // until the first apply settled (run)
+	defer sv.resumeGC()          // however run ends
 	// As a container's PID 1, nobody else reaps what servers' wrappers
 	// leave orphaned (docs/kubernetes.md).
 	defer transport.StartReaper(context.Background(), sv.log)()
