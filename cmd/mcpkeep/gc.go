@@ -30,8 +30,11 @@ func relayGC() {
 }
 
 // startHeapCap bounds the heap while the collector is paused for the
-// start (pauseStartGC): past it the runtime collects anyway.
-const startHeapCap = 128 << 20
+// start (pauseStartGC): past it the runtime collects anyway (a start
+// whose live heap came near it would collect often, its CPU bounded by
+// the runtime's limiter, until the pause ends: a proxy's live heap is
+// tens of MB, about 10 for 50 servers).
+const startHeapCap = 256 << 20
 
 // startGCMax bounds the pause: a start that settles later (servers
 // without a cache, waited for up to --init-wait) collects as usual from
