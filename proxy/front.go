@@ -39,7 +39,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := next(ctx, method, req)
 		endTrace(res, err)
 		if method == "tools/list" {
-			s.listedOnce.Do(func() { close(s.listed) })
+			s.noteListed(res, err)
 		}
 		if err != nil || (method != "initialize" && method != "server/discover") {
 			return res, err
@@ -57,6 +57,19 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, nil
 	}
+}
+
+// noteListed releases the cached servers' staggered start (launch) once a
+// host has its first complete tools/list: the answer without a next
+// cursor, or an error (a host that gets one will not page on). Released
+// after the first of several pages, the spawns took the cores from the
+// marshalling of the rest (docs/design.md §20); a host that never asks
+// for the next page is bounded by mcpkeep.StartHoldMax.
+func (s *Server) noteListed(res mcp.Result, err error) {
+	if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && r.NextCursor != "" {
+		return
+	}
+	s.listedOnce.Do(func() { close(s.listed) })
 }
 
 func joinInstructions(own, servers string) string {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"runtime/debug"
+	"sync"
+	"time"
 )
 
 // relayGCPercent is the collector's target for a serving proxy. A relay
@@ -24,4 +27,63 @@ func relayGC() {
 		return
 	}
 	debug.SetGCPercent(relayGCPercent)
+}
+
+// startHeapCap bounds the heap while the collector is paused for the
+// start (pauseStartGC): past it the runtime collects anyway (a start
+// whose live heap came near it would collect often, its CPU bounded by
+// the runtime's limiter, until the pause ends: a proxy's live heap is
+// tens of MB, about 10 for 50 servers).
+const startHeapCap = 256 << 20
+
+// startGCMax bounds the pause: a start that settles later (servers
+// without a cache, waited for up to --init-wait) collects as usual from
+// then on.
+const startGCMax = 5 * time.Second
+
+// pauseStartGC turns the collector off for the proxy's start, unless the
+// user set GOGC or GOMEMLIMIT, and returns what turns it back on (once;
+// later calls do nothing). The start allocates in one burst what it
+// mostly drops at once: a warm start of 50 cached servers allocates
+// about 50 MB (1,150 tools, each schema encoded and decoded twice by the
+// SDK's AddTool) around a live heap of about 10 MB, and two or three
+// collections ran inside it, their marking taking a core of two from the
+// host's first answers (docs/design.md §20). Paused, the heap is capped by
+// a memory limit of startHeapCap; resumed, the collector's first cycle
+// runs while the front waits for the SDK's list_changed before answering
+// initialize.
+func pauseStartGC() (resume func()) {
+	_, gogc := os.LookupEnv("GOGC")
+	_, limit := os.LookupEnv("GOMEMLIMIT")
+	if gogc || limit {
+		return func() {}
+	}
+	prevLimit := debug.SetMemoryLimit(startHeapCap)
+	prevPercent := debug.SetGCPercent(-1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			debug.SetGCPercent(prevPercent)
+			debug.SetMemoryLimit(prevLimit)
+		})
+	}
+}
+
+// resumeGCAfter calls resume once the first apply settled (applied
+// closed), after startGCMax, or when ctx ends, whichever comes first; the
+// returned wait returns once it has.
+func resumeGCAfter(ctx context.Context, applied <-chan struct{}, resume func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(startGCMax)
+		defer t.Stop()
+		select {
+		case <-applied:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		resume()
+	}()
+	return func() { <-done }
 }

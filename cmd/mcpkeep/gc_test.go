@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"math"
 	"os"
 	"runtime/debug"
 	"testing"
@@ -42,4 +44,81 @@ func unsetenv(t *testing.T, key string) {
 	if err := os.Unsetenv(key); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The collector is off during the proxy's start, the heap capped by a
+// memory limit, and back as before once the start settled.
+func TestStartGCPausedUntilApplied(t *testing.T) {
+	prevPercent := debug.SetGCPercent(relayGCPercent)
+	defer debug.SetGCPercent(prevPercent)
+	prevLimit := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(prevLimit)
+	t.Setenv("GOGC", "x")
+	unsetenv(t, "GOGC")
+	t.Setenv("GOMEMLIMIT", "x")
+	unsetenv(t, "GOMEMLIMIT")
+
+	resume := pauseStartGC()
+	if got := gcPercent(); got != -1 {
+		t.Errorf("during the start: GC percent %d, want -1 (off)", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != startHeapCap {
+		t.Errorf("during the start: memory limit %d, want %d", got, startHeapCap)
+	}
+	applied := make(chan struct{})
+	wait := resumeGCAfter(context.Background(), applied, resume)
+	close(applied)
+	wait()
+	if got := gcPercent(); got != relayGCPercent {
+		t.Errorf("after the start: GC percent %d, want %d", got, relayGCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("after the start: memory limit %d, want none", got)
+	}
+	resume() // a second resume changes nothing
+	if got := gcPercent(); got != relayGCPercent {
+		t.Errorf("after a second resume: GC percent %d, want %d", got, relayGCPercent)
+	}
+}
+
+// A user's GOGC or GOMEMLIMIT is theirs: the start does not pause the
+// collector.
+func TestStartGCLeavesTheUsersSettings(t *testing.T) {
+	prevPercent := debug.SetGCPercent(150)
+	defer debug.SetGCPercent(prevPercent)
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv("GOGC", "x")
+			unsetenv(t, "GOGC")
+			t.Setenv("GOMEMLIMIT", "x")
+			unsetenv(t, "GOMEMLIMIT")
+			t.Setenv(env, "")
+			resume := pauseStartGC()
+			defer resume()
+			if got := gcPercent(); got != 150 {
+				t.Errorf("with %s set: GC percent %d, want it left at 150", env, got)
+			}
+		})
+	}
+}
+
+// The pause ends with the serving context too.
+func TestStartGCResumedWhenServingEnds(t *testing.T) {
+	resumed := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := resumeGCAfter(ctx, nil, func() { close(resumed) })
+	cancel()
+	wait()
+	select {
+	case <-resumed:
+	default:
+		t.Fatal("not resumed when the context ended")
+	}
+}
+
+// gcPercent reads the GC percent without changing it.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }

@@ -37,6 +37,9 @@ type serving struct {
 	cache     *catalogcache.Cache // nil: --no-cache
 	replicas  replicaOpts         // --store and the rest (replicaflags.go)
 	cacheDir  string              // the cache's directory ("" with --no-cache)
+	// resumeGC turns the collector back on after the start (gc.go:
+	// pauseStartGC); nil when serve did not pause it.
+	resumeGC func()
 }
 
 // serve runs sv on the process's stdin and stdout with its signals:
@@ -46,6 +49,8 @@ type serving struct {
 // the proxy shuts down in order.
 func (sv *serving) serve(stdout io.Writer) int {
 	relayGC()
+	sv.resumeGC = pauseStartGC() // until the first apply settled (run)
+	defer sv.resumeGC()          // however run ends
 	// As a container's PID 1, nobody else reaps what servers' wrappers
 	// leave orphaned (docs/kubernetes.md).
 	defer transport.StartReaper(context.Background(), sv.log)()
@@ -120,6 +125,10 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if sv.resumeGC != nil {
+		wait := resumeGCAfter(ctx, srv.Applied(), sv.resumeGC)
+		defer func() { cancel(); wait() }()
+	}
 	var served chan error
 	if sv.listen.addr == "" || sv.listen.stdio {
 		served = make(chan error, 1)

@@ -3,6 +3,7 @@ package benchsuite
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ type startupResult struct {
 	directMed durations // the median of them
 	single    durations // one cold connect alone
 	proxyCPU  durations // the proxy process's CPU time, start → all listed
+	binStart  durations // `mcpkeep version`: the binary's own start and exit
 	tools     int       // tools listed upstream at the end
 	// warm is the same proxy with a warm catalog cache (docs/design.md
 	// §20): every server listed from the cache while it connects.
@@ -111,6 +113,11 @@ func runStartup(ctx context.Context, cfg Config, b *proxyBuild) (*startupResult,
 		}
 		res.single = append(res.single, d)
 
+		if d, err := binaryStart(ctx, b); err == nil {
+			res.binStart = append(res.binStart, d)
+		} else {
+			return nil, err
+		}
 		if err := proxyStartup(ctx, b, cfgPath, res, []string{"--no-cache"}); err != nil {
 			return nil, fmt.Errorf("run %d: %w", run+1, err)
 		}
@@ -180,4 +187,18 @@ func proxyStartup(ctx context.Context, b *proxyBuild, cfgPath string, res *start
 			return fmt.Errorf("%d of %d servers listed after %s (stderr: %s)", servers, res.n, waitLimit, h.stderr)
 		}
 	}
+}
+
+// binaryStart times `mcpkeep version` from the spawn to its exit: what
+// the binary's own start costs (exec, the runtime, the packages' init)
+// before the proxy does anything.
+func binaryStart(ctx context.Context, b *proxyBuild) (time.Duration, error) {
+	cctx, cancel := within(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, b.bin, "version")
+	t0 := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("mcpkeep version: %w", err)
+	}
+	return time.Since(t0), nil
 }
