@@ -4,8 +4,12 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"testing"
+
+	"github.com/mcpkeep/mcpkeep/catalogcache"
+	"github.com/mcpkeep/mcpkeep/config"
 )
 
 // Serving sets the relay's GC target unless the user chose one with GOGC.
@@ -121,4 +125,28 @@ func gcPercent() int {
 	p := debug.SetGCPercent(100)
 	debug.SetGCPercent(p)
 	return p
+}
+
+// Only a warm start pauses: without an entry for every server (or
+// without a cache) the collector runs as usual from the config on.
+func TestWarmStart(t *testing.T) {
+	dir := t.TempDir()
+	c := catalogcache.New(dir)
+	cfg := &config.Config{Servers: []config.Server{{Name: "a"}, {Name: "b"}}}
+	if warmStart(nil, cfg) || warmStart(c, nil) || warmStart(c, cfg) {
+		t.Fatal("a start without a cache, a config or any entry is warm")
+	}
+	entry := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name+".0123456789abcdef.v2.json"), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entry("a")
+	if warmStart(c, cfg) {
+		t.Error("warm with one of two servers cached")
+	}
+	entry("b")
+	if !warmStart(c, cfg) {
+		t.Error("cold with every server cached")
+	}
 }

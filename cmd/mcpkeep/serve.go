@@ -74,6 +74,11 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 		sv.logErrors("invalid config", err)
 		return 1
 	}
+	if sv.resumeGC != nil && !warmStart(sv.cache, cfg) {
+		// Nothing to register in one burst: the collector runs as usual
+		// (gc.go).
+		sv.resumeGC()
+	}
 	trace, err := openTrace(sv.tracePath, cfg, sv.log)
 	if err != nil {
 		sv.log.Error("cannot write the trace", slog.Any("err", err))
