@@ -237,6 +237,11 @@ func (f *taskFront) runner(public string, args json.RawMessage, caps *mcp.Client
 		start := time.Now()
 		raw, err := pool.CallRaw(ctx, public, args, &mcpkeep.CallOptions{LogLevel: level})
 		f.s.observeRequest(f.s.up.serverOf(public), "tools/call", start, err)
+		if err == nil {
+			// A task the server made although the call did not declare the
+			// extension to it (tasks_relay_unasked.go) is no result.
+			err = unaskedRaw(f.s.up.serverOf(public), public, raw)
+		}
 		var wire *jsonrpc.Error
 		if err == nil || errors.Is(err, mcpkeep.ErrConnectionLost) || errors.As(err, &wire) || ctx.Err() != nil {
 			return raw, err

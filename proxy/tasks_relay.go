@@ -276,9 +276,14 @@ func (f *taskFront) relayCall(ctx context.Context, r *mcp.CallToolRequest, serve
 		TTLMs      int64  `json:"ttlMs"`
 	}
 	if json.Unmarshal(raw, &head) == nil && head.ResultType == "task" {
-		if tr.Generation == 0 || head.TaskID == "" {
+		if tr.Generation == 0 {
+			// The call went the typed way, without the extension: a task
+			// not asked for (tasks_relay_unasked.go); no handle, no hold.
+			return f.s.up.result(nil, &UnaskedTaskError{Server: server, Tool: r.Params.Name, TaskID: head.TaskID})
+		}
+		if head.TaskID == "" {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: fmt.Sprintf("mcpkeep: server %q answered with a task mcpkeep cannot relay (no task id, or a call sent without the extension)", server)}
+				Message: fmt.Sprintf("mcpkeep: server %q answered with a task mcpkeep cannot relay (no task id)", server)}
 		}
 		var release func()
 		if sup, ok := pool.Supervisor(server); ok {
