@@ -129,6 +129,14 @@ func (s *Supervisor) HoldUse(gen uint64) (release func()) {
 	}
 }
 
+// GenerationLive reports whether generation gen is the server's live one
+// (a relayed task's handle counts as failed once it is not, docs/design.md
+// §25: the next generation never heard of the task).
+func (s *Supervisor) GenerationLive(gen uint64) bool {
+	g := s.live.Load()
+	return g != nil && g.n == gen && g.ctx.Err() == nil
+}
+
 // relayMeta is a request's _meta members (session, the members of a
 // JSON object, or nil) with clientCapabilities declaring ext: the
 // session's own narrowed to host's (docs/design.md §24), or host's where

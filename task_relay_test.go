@@ -97,6 +97,10 @@ func TestTaskRequestToItsGenerationOnly(t *testing.T) {
 					t.Fatalf("a generation that is not the live one: %v, want ErrGenerationGone", err)
 				}
 
+				if !r.sup.GenerationLive(1) || r.sup.GenerationLive(2) {
+					t.Fatal("GenerationLive: want generation 1 live, 2 not")
+				}
+
 				// Held while its task works; the hold ends with the generation.
 				release := r.sup.HoldUse(1)
 				defer release()
@@ -122,6 +126,9 @@ func TestTaskRequestToItsGenerationOnly(t *testing.T) {
 				}
 				if n := r.sup.State().InFlight; n != 0 {
 					t.Fatalf("InFlight %d after the held generation ended, want 0", n)
+				}
+				if r.sup.GenerationLive(1) {
+					t.Fatal("GenerationLive(1) after generation 1 died")
 				}
 				// Never sent to the next generation, which never heard of it.
 				if _, err := r.sup.TaskRequest(ctx, 1, "tasks/get", json.RawMessage(`{"taskId":"known"}`), ext); !errors.Is(err, ErrGenerationGone) {

@@ -7,11 +7,12 @@ import (
 )
 
 // CountTasks exports fn (proxy.Server.Tasks: the tasks kept, working and
-// finished, by state; docs/design.md §25) as mcpkeep_tasks{state}. A nil
+// finished, and the relayed ones by the state their server last gave, by
+// state; docs/design.md §25) as mcpkeep_tasks{state}. A nil
 // map (no task engine) exports zeros.
 func (o *Registry) CountTasks(fn func() map[tasks.State]int) {
 	o.reg.MustRegister(&taskCollector{fn: fn, desc: prometheus.NewDesc("mcpkeep_tasks",
-		"Tasks of the tasks extension kept by mcpkeep, by state (working and input_required run; the others are kept until their TTL).",
+		"Tasks of the tasks extension kept or relayed by mcpkeep, by state (working and input_required run; the others are kept until their TTL; a relayed task's state is the one its server last gave).",
 		[]string{"state"}, nil)})
 }
 

@@ -547,6 +547,11 @@ func (c *fastConn) answer(fr fastReq, out outcome) {
 	case out.err != nil && errors.As(out.err, &wire):
 		c.write(&jsonrpc.Response{ID: fr.req.ID, Error: wire})
 	default:
+		if out.err == nil && out.res == nil {
+			if err := unaskedRaw(fr.server, fr.public, out.raw); err != nil {
+				out = outcome{err: err} // a task not asked for (tasks_relay_unasked.go)
+			}
+		}
 		c.handOff(fr, out)
 	}
 }

@@ -198,7 +198,9 @@ func (s *Server) answerHTTP(w http.ResponseWriter, r *http.Request, next http.Ha
 	default:
 		res, err := out.res, out.err
 		if res == nil && err == nil {
-			res, err = out.typed()
+			if err = unaskedRaw(fc.server, fc.public, out.raw); err == nil { // tasks_relay_unasked.go
+				res, err = out.typed()
+			}
 		}
 		res, err = s.up.result(res, err)
 		s.handBackHTTP(w, r, next, fc, handoff{res: res, err: err})

@@ -237,6 +237,11 @@ func (f *taskFront) runner(public string, args json.RawMessage, caps *mcp.Client
 		start := time.Now()
 		raw, err := pool.CallRaw(ctx, public, args, &mcpkeep.CallOptions{LogLevel: level})
 		f.s.observeRequest(f.s.up.serverOf(public), "tools/call", start, err)
+		if err == nil {
+			// A task the server made although the call did not declare the
+			// extension to it (tasks_relay_unasked.go) is no result.
+			err = unaskedRaw(f.s.up.serverOf(public), public, raw)
+		}
 		var wire *jsonrpc.Error
 		if err == nil || errors.Is(err, mcpkeep.ErrConnectionLost) || errors.As(err, &wire) || ctx.Err() != nil {
 			return raw, err
@@ -404,21 +409,47 @@ func (f *taskFront) close(ctx context.Context) error {
 	return f.e.Close(ctx)
 }
 
-// byName is Counts keyed by the states' names (/readyz).
+// byName is counts keyed by the states' names (/readyz).
 func (f *taskFront) byName() map[string]int {
 	out := map[string]int{}
-	for st, n := range f.e.Counts() {
+	for st, n := range f.counts() {
 		out[st.String()] = n
 	}
 	return out
 }
 
-// Tasks returns the tasks by state, working and kept (mcpkeep status,
-// /readyz, /metrics; docs/design.md §25); nil when the proxy keeps no
-// tasks.
+// counts is the one source of the task counts (mcpkeep status, /readyz,
+// /metrics; docs/design.md §25): the engine's tasks and the relayed
+// handles (tasks_relay.go) by the state last seen from their server,
+// merged into the same states.
+func (f *taskFront) counts() map[tasks.State]int {
+	out := f.e.Counts()
+	if f.relay == nil {
+		return out
+	}
+	if out == nil {
+		out = map[tasks.State]int{}
+	}
+	pool := f.s.getPool()
+	live := func(server string, gen uint64) bool {
+		if pool == nil {
+			return false
+		}
+		sup, ok := pool.Supervisor(server)
+		return ok && sup.GenerationLive(gen)
+	}
+	for st, n := range f.relay.counts(live) {
+		out[st] += n
+	}
+	return out
+}
+
+// Tasks returns the tasks by state, working and kept, and the relayed
+// ones by the state their server last gave (mcpkeep status, /readyz,
+// /metrics; docs/design.md §25); nil when the proxy keeps no tasks.
 func (s *Server) Tasks() map[tasks.State]int {
 	if s.tasks == nil {
 		return nil
 	}
-	return s.tasks.e.Counts()
+	return s.tasks.counts()
 }

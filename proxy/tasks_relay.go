@@ -43,6 +43,10 @@ type relayedEntry struct {
 	// release ends the hold on the server's idle stop (Supervisor.HoldUse):
 	// at a terminal status seen, a cancel, the generation's end, the TTL.
 	release func()
+	// state is the status last seen from the server (its CreateTaskResult,
+	// then each tasks/get relayed), for the counts (docs/design.md §25);
+	// guarded by the table's mu.
+	state tasks.State
 }
 
 // relayTable holds the handles, bounded (tasks.Options.MaxTotal) and each
@@ -100,8 +104,9 @@ func (t *relayTable) release() {
 }
 
 // add turns a reservation into a handle for the server's task; release
-// is its hold on the server (nil: none).
-func (t *relayTable) add(server string, gen uint64, upstream string, ttl time.Duration, release func()) (string, *relayedEntry) {
+// is its hold on the server (nil: none); status is the task's in the
+// server's answer (working when it names none known).
+func (t *relayTable) add(server string, gen uint64, upstream, status string, ttl time.Duration, release func()) (string, *relayedEntry) {
 	if ttl <= 0 {
 		ttl = t.defTTL
 	}
@@ -110,7 +115,11 @@ func (t *relayTable) add(server string, gen uint64, upstream string, ttl time.Du
 		release = func() {}
 	}
 	id := t.newID()
-	e := &relayedEntry{server: server, gen: gen, upstream: upstream, created: t.clock.Now(), ttl: ttl, release: release}
+	st, ok := tasks.ParseState(status)
+	if !ok {
+		st = tasks.Working
+	}
+	e := &relayedEntry{server: server, gen: gen, upstream: upstream, created: t.clock.Now(), ttl: ttl, release: release, state: st}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.reserved--
@@ -126,6 +135,44 @@ func (t *relayTable) forget(id string, e *relayedEntry) {
 	if t.m[id] == e {
 		delete(t.m, id)
 	}
+}
+
+// seen records the status a tasks/get of e's task answered; a status
+// that names no state leaves the last one.
+func (t *relayTable) seen(e *relayedEntry, status string) {
+	st, ok := tasks.ParseState(status)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	e.state = st
+	t.mu.Unlock()
+}
+
+// counts is the handles by the state last seen; a handle whose
+// generation is no longer live (live says) is failed, as tasks/get of
+// it answers. live is called with no lock held (it reads a supervisor).
+func (t *relayTable) counts(live func(server string, gen uint64) bool) map[tasks.State]int {
+	type held struct {
+		server string
+		gen    uint64
+		state  tasks.State
+	}
+	t.mu.Lock()
+	hs := make([]held, 0, len(t.m))
+	for _, e := range t.m {
+		hs = append(hs, held{e.server, e.gen, e.state})
+	}
+	t.mu.Unlock()
+	out := map[tasks.State]int{}
+	for _, h := range hs {
+		st := h.state
+		if !live(h.server, h.gen) {
+			st = tasks.Failed
+		}
+		out[st]++
+	}
+	return out
 }
 
 func (t *relayTable) lookup(id string) (*relayedEntry, bool) {
@@ -225,19 +272,25 @@ func (f *taskFront) relayCall(ctx context.Context, r *mcp.CallToolRequest, serve
 	var head struct {
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
+		Status     string `json:"status"`
 		TTLMs      int64  `json:"ttlMs"`
 	}
 	if json.Unmarshal(raw, &head) == nil && head.ResultType == "task" {
-		if tr.Generation == 0 || head.TaskID == "" {
+		if tr.Generation == 0 {
+			// The call went the typed way, without the extension: a task
+			// not asked for (tasks_relay_unasked.go); no handle, no hold.
+			return f.s.up.result(nil, &UnaskedTaskError{Server: server, Tool: r.Params.Name, TaskID: head.TaskID})
+		}
+		if head.TaskID == "" {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: fmt.Sprintf("mcpkeep: server %q answered with a task mcpkeep cannot relay (no task id, or a call sent without the extension)", server)}
+				Message: fmt.Sprintf("mcpkeep: server %q answered with a task mcpkeep cannot relay (no task id)", server)}
 		}
 		var release func()
 		if sup, ok := pool.Supervisor(server); ok {
 			// The task is the server's work: no idle stop while it runs.
 			release = sup.HoldUse(tr.Generation)
 		}
-		id, _ := f.relay.add(server, tr.Generation, head.TaskID, time.Duration(head.TTLMs)*time.Millisecond, release)
+		id, _ := f.relay.add(server, tr.Generation, head.TaskID, head.Status, time.Duration(head.TTLMs)*time.Millisecond, release)
 		reserved = false
 		out, err := withTaskID(raw, id)
 		if err != nil {
@@ -328,6 +381,7 @@ func (f *taskFront) relayed(ctx context.Context, method, id string, responses ma
 	switch {
 	case errors.Is(err, mcpkeep.ErrGenerationGone):
 		e.release()
+		f.relay.seen(e, tasks.Failed.String()) // as lostRelayed answers
 		return f.lostRelayed(method, id, e)
 	case errors.As(err, &wire):
 		return nil, true, wire // the server's own answer, -32602 included
@@ -343,6 +397,7 @@ func (f *taskFront) relayed(ctx context.Context, method, id string, responses ma
 		Status string `json:"status"`
 	}
 	if json.Unmarshal(raw, &st) == nil {
+		f.relay.seen(e, st.Status)
 		switch st.Status {
 		case "completed", "failed", "cancelled":
 			e.release() // the server's work is done

@@ -137,6 +137,18 @@ func counts(s *Server) map[string]int {
 	return out
 }
 
+// engineCounts are the tasks a Server keeps itself (not the relayed), by
+// state name, without zeros.
+func engineCounts(s *Server) map[string]int {
+	out := map[string]int{}
+	for st, n := range s.tasks.e.Counts() {
+		if n > 0 {
+			out[st.String()] += n
+		}
+	}
+	return out
+}
+
 // total is how many tasks a Server has, in any state.
 func total(s *Server) int {
 	n := 0
@@ -156,7 +168,7 @@ func (rr *relayRig) relayedTask(t *testing.T, gen int, tool string, args map[str
 	if jcode != 0 || res["resultType"] != "task" || id == "" {
 		t.Fatalf("%s: %d %s", tool, jcode, resultText(res))
 	}
-	if c := counts(rr.outer.srv); len(c) != 0 {
+	if c := engineCounts(rr.outer.srv); len(c) != 0 {
 		t.Fatalf("the outer proxy keeps tasks %v: a server with tasks of its own must be relayed", c)
 	}
 	inner := rr.inners[gen-1].srv
@@ -281,7 +293,7 @@ func TestRelayTaskServerRestarted(t *testing.T) {
 	if !rr.outer.srv.tasks.relay.reserve() {
 		t.Fatal("no room")
 	}
-	stale, _ := rr.outer.srv.tasks.relay.add("inner", 2, "no-such-task", 0, nil)
+	stale, _ := rr.outer.srv.tasks.relay.add("inner", 2, "no-such-task", "working", 0, nil)
 	if jcode, got := taskGet(t, rr.h, stale); jcode != -32602 {
 		t.Fatalf("the server's unknown id: %d %s, want its -32602", jcode, resultText(got))
 	}
@@ -340,12 +352,12 @@ func TestRelayTableBounds(t *testing.T) {
 			t.Fatalf("MaxTotal 2: reserve %d = %v, want %v", i+1, got, want)
 		}
 	}
-	a, _ := tb.add("s", 1, "x", time.Hour, nil)
+	a, _ := tb.add("s", 1, "x", "working", time.Hour, nil)
 	tb.release()
 	if !tb.reserve() {
 		t.Fatal("a released place is free again")
 	}
-	b, _ := tb.add("s", 1, "y", 0, nil) // the default TTL, capped at MaxTTL too
+	b, _ := tb.add("s", 1, "y", "working", 0, nil) // the default TTL, capped at MaxTTL too
 	if tb.reserve() {
 		t.Fatal("two handles held: no place")
 	}
@@ -396,7 +408,7 @@ func TestRelayHandleOwnerNamed(t *testing.T) {
 	if !tb.reserve() {
 		t.Fatal("no room")
 	}
-	id, _ := tb.add("s", 1, "up", time.Minute, nil)
+	id, _ := tb.add("s", 1, "up", "working", time.Minute, nil)
 	defer tb.close()
 	if owner, _, err := names.Parse(replica.KindTask, id); err != nil || owner != "ra" {
 		t.Fatalf("handle %q: owner %q, %v; want ra", id, owner, err)

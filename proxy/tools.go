@@ -204,7 +204,7 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 			res, err := pool.Call(ctx, public, args, u.host.progressOpts(ctx, req))
 			u.observe(server, "tools/call", start, err)
 			u.host.flush(ctx, req.Session)
-			return u.result(res, err)
+			return u.result(unaskedTyped(server, public, res, err)) // tasks_relay_unasked.go
 		}
 		bs := &u.host.bridges
 		var b *bridge
@@ -247,7 +247,7 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 		if !final {
 			return res, nil
 		}
-		return u.result(res, err)
+		return u.result(unaskedTyped(server, public, res, err)) // tasks_relay_unasked.go
 	}
 }
 
@@ -340,7 +340,7 @@ func (u *upstream) adopt(ctx context.Context, req *mcp.CallToolRequest, b *bridg
 	if !final {
 		return res, nil
 	}
-	return u.result(res, err)
+	return u.result(unaskedTyped(b.server, b.tool, res, err)) // tasks_relay_unasked.go
 }
 
 func (u *upstream) exposedBy(public string) (string, bool) {

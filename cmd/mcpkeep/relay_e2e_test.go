@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,12 +38,16 @@ func TestRelayedTasksThroughProcesses(t *testing.T) {
 	if res["resultType"] != "task" || id == "" {
 		t.Fatalf("tools/call: %v", res)
 	}
-	if kept := outerTasks(t, r); kept != 0 {
-		t.Fatalf("the outer proxy keeps %d tasks: the server's own must be relayed", kept)
+	// Counted on /readyz by the state the server gave (docs/design.md §25).
+	if c := outerTasks(t, r); !maps.Equal(c, map[string]int{"working": 1}) {
+		t.Fatalf("/readyz tasks %v, want the relayed task working", c)
 	}
 	done := pollModern(t, url, id, func(st string) bool { return st != "working" })
 	if done["status"] != "completed" || done["taskId"] != id || !strings.Contains(fmt.Sprint(done["result"]), "hi") {
 		t.Fatalf("finished: %v", done)
+	}
+	if c := outerTasks(t, r); !maps.Equal(c, map[string]int{"completed": 1}) {
+		t.Fatalf("/readyz tasks %v, want the relayed task completed", c)
 	}
 	if got := modernPost(t, url, "tasks/get", "r-FORGED", map[string]any{"taskId": "r-FORGED"}); got["code"] != float64(-32602) {
 		t.Fatalf("forged id: %v, want -32602", got)
@@ -67,10 +72,15 @@ func TestRelayedTasksThroughProcesses(t *testing.T) {
 	if ack := modernPost(t, url, "tasks/cancel", id, map[string]any{"taskId": id}); ack["resultType"] != "complete" {
 		t.Fatalf("cancel: %v", ack)
 	}
+	// Both handles were the killed generation's: failed, as tasks/get says.
+	if c := outerTasks(t, r); !maps.Equal(c, map[string]int{"failed": 2}) {
+		t.Fatalf("/readyz tasks %v, want both relayed tasks failed", c)
+	}
 }
 
-// outerTasks is how many tasks the outer proxy keeps (/readyz).
-func outerTasks(t *testing.T, r *listenRun) int {
+// outerTasks are the outer proxy's tasks by state (/readyz), without
+// zeros: the relayed ones by the state their server last gave.
+func outerTasks(t *testing.T, r *listenRun) map[string]int {
 	t.Helper()
 	c := &http.Client{Timeout: e2eDeadline}
 	resp, err := c.Get("http://" + r.addr + "/readyz")
@@ -84,11 +94,13 @@ func outerTasks(t *testing.T, r *listenRun) int {
 	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, c := range rep.Tasks {
-		n += c
+	out := map[string]int{}
+	for st, n := range rep.Tasks {
+		if n > 0 {
+			out[st] = n
+		}
 	}
-	return n
+	return out
 }
 
 // innerPid is the pid of the outer proxy's child `mcpkeep run`.
