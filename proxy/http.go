@@ -55,8 +55,13 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 	// Both eras on one endpoint (era.go, docs/design.md §24).
 	h := &eraMux{
 		legacy: mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, SessionTimeout: idle}),
-		// A plain tools/call takes the fast path (httpfast.go, §24).
-		modern: s.httpFast(taskHeaders(mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, Stateless: true}))), // tasks_headers.go
+		// A plain tools/call takes the fast path (httpfast.go, §24). On
+		// 2026-07-28 the POST is the request's whole life: a host that
+		// hangs up has cancelled it, and its handler's context (the
+		// bridge's round, bridge.go) ends with it, cancelling the
+		// server's call; the SDK ties them only when asked.
+		modern: s.httpFast(taskHeaders(mcp.NewStreamableHTTPHandler(front, &mcp.StreamableHTTPOptions{Logger: s.opts.SDKLogger, Stateless: true,
+			PropagateRequestCancellation: true}))), // tasks_headers.go
 	}
 	s.Start()
 	mux := http.NewServeMux()
