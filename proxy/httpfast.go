@@ -194,6 +194,12 @@ func (s *Server) answerHTTP(w http.ResponseWriter, r *http.Request, next http.Ha
 	case out.err == nil && out.res == nil && plainResult(out.raw, true):
 		writeJSONResponse(w, &jsonrpc.Response{ID: fc.req.ID, Result: out.raw})
 	case out.err != nil && errors.As(out.err, &wire):
+		if st := errorStatus(wire.Code); st != 0 {
+			// A protocol-level error on 2026-07-28 has its HTTP status,
+			// as the SDK's handler gives it (errorStatus).
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(st)
+		}
 		writeJSONResponse(w, &jsonrpc.Response{ID: fc.req.ID, Error: wire})
 	default:
 		res, err := out.res, out.err
@@ -205,6 +211,19 @@ func (s *Server) answerHTTP(w http.ResponseWriter, r *http.Request, next http.Ha
 		res, err = s.up.result(res, err)
 		s.handBackHTTP(w, r, next, fc, handoff{res: res, err: err})
 	}
+}
+
+// errorStatus is the HTTP status of a 2026-07-28 JSON-RPC error response
+// (SEP-2575, as go-sdk v1.8.0's stateless handler sets it): 404 for
+// -32601, 400 for -32602, -32021 and -32022, else 0 (200).
+func errorStatus(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return 0
 }
 
 // writeJSONResponse answers the POST with one JSON-RPC response.

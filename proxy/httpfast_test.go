@@ -123,6 +123,13 @@ func httpFastMatchesTyped(t *testing.T, downstream string) {
 		}), header: modernHeaders("a__echo"), fast: true},
 		{name: "bad arguments (the server's error)", body: modernBody("a__sleep", map[string]any{"ms": "x"}, nil), header: modernHeaders("a__sleep"), fast: true},
 		{name: "unknown tool", body: modernBody("a__nope", echo, nil), header: modernHeaders("a__nope")},
+		// The server's JSON-RPC errors keep the status the SDK gives them
+		// on 2026-07-28 (404, 400; else 200).
+		{name: "server error -32601", body: modernBody("a__rpcerr", map[string]any{"code": -32601}, nil), header: modernHeaders("a__rpcerr"), fast: true},
+		{name: "server error -32602", body: modernBody("a__rpcerr", map[string]any{"code": -32602}, nil), header: modernHeaders("a__rpcerr"), fast: true},
+		{name: "server error -32021", body: modernBody("a__rpcerr", map[string]any{"code": -32021}, nil), header: modernHeaders("a__rpcerr"), fast: true},
+		{name: "server error -32022", body: modernBody("a__rpcerr", map[string]any{"code": -32022}, nil), header: modernHeaders("a__rpcerr"), fast: true},
+		{name: "server error -32000", body: modernBody("a__rpcerr", map[string]any{"code": -32000}, nil), header: modernHeaders("a__rpcerr"), fast: true},
 		{name: "progress token", body: modernBody("a__echo", echo, func(_, meta map[string]any) { meta["progressToken"] = "p1" }), header: modernHeaders("a__echo")},
 		{name: "log level", body: modernBody("a__echo", echo, func(_, meta map[string]any) { meta["io.modelcontextprotocol/logLevel"] = "debug" }), header: modernHeaders("a__echo")},
 		{name: "capabilities missing", body: modernBody("a__echo", echo, func(_, meta map[string]any) {

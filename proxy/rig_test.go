@@ -16,6 +16,7 @@ import (
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
 	"github.com/mcpkeep/mcpkeep/transport"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -279,6 +280,18 @@ func serveFeatures(name string, gen uint64, s *mcp.Server) {
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
+	})
+	// rpcerr answers with the JSON-RPC error of the code asked for (a
+	// server refusing a request: the HTTP front maps some codes to a
+	// status, docs/design.md §24).
+	s.AddTool(&mcp.Tool{Name: "rpcerr", InputSchema: objectSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			Code int64 `json:"code"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		return nil, &jsonrpc.Error{Code: in.Code, Message: fmt.Sprintf("refused with %d", in.Code)}
 	})
 	type floodIn struct {
 		N int `json:"n"`
