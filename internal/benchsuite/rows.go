@@ -111,8 +111,22 @@ func detectionRows(rep *Report, sr *stdioResult) {
 				row.Comparison = fmt.Sprintf("CommandTransport %s (n=%d)", fmtDur(c), len(srv.sdk))
 				row.Ratio = fmtRatio(ms(v), ms(c))
 			}
-			row.Verdict, row.Reason = verdict(v <= q.target, fmt.Sprintf("%d of %d samples over %s, max %s",
-				countOver(d, q.target), len(d), fmtDur(q.target), fmtDur(d.max())))
+			why := fmt.Sprintf("%d of %d samples over %s, max %s", countOver(d, q.target), len(d), fmtDur(q.target), fmtDur(d.max()))
+			switch {
+			case q.p != 50:
+			case srv.caps > 0:
+				why += "; CommandTransport never saw this loss; most of the time is the fixture's death and the kernel's " +
+					"teardown before the exit report, outside any client (mcpkeep's part after it: the \"of which after " +
+					"the exit report\" row); the reachable target is the ratio to a client that sees the loss at all"
+			case sdkPick(srv.sdk, sdkDie).pct(50) > q.target:
+				why += fmt.Sprintf("; the SDK's own CommandTransport, which sees the loss at stdout's EOF without waiting "+
+					"for the exit, took %s at p50 in this run: the absolute target is under what any client took on this "+
+					"machine; the reachable one is the interleaved ratio to CommandTransport (≤ 1.00, below) with mcpkeep's "+
+					"own part after the exit (exit → lost, ≤ 150 µs)", fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)))
+			default:
+				why += fmt.Sprintf("; CommandTransport took %s at p50 in this run", fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)))
+			}
+			row.Verdict, row.Reason = verdict(v <= q.target, why)
 			rep.add(row)
 		}
 		e := pick(srv.mk, fromExit)
