@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -149,11 +151,34 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 		t = &transport.HostStdio{Reader: io.Reader, Writer: io.Writer, MaxLineLength: io.MaxLineLength}
 	}
 	ft := &fastTransport{Transport: t, s: s}
-	ss, err := s.srv.Connect(ctx, ft, nil)
-	if err != nil {
+	if _, err := ft.Connect(ctx); err != nil {
 		return err
 	}
 	fc := ft.conn
+	// The host's first message is read before its session exists, and
+	// read again by the SDK's (front_early.go, docs/design.md §20).
+	first, err := fc.Read(ctx)
+	if err != nil {
+		fc.stop()
+		_ = fc.Close()
+		fc.wg.Wait()
+		if errors.Is(err, io.EOF) {
+			return nil // as the session's Wait has it
+		}
+		return err
+	}
+	fc.handBack(first)
+	deadline, _ := s.startEarly(ctx, first)
+	if err := ctx.Err(); err != nil {
+		fc.stop()
+		_ = fc.Close()
+		fc.wg.Wait()
+		return err
+	}
+	ss, err := s.srv.Connect(s.markSession(ctx, deadline), connected{fc}, nil)
+	if err != nil {
+		return err
+	}
 	fc.session.Store(ss)
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()

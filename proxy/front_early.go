@@ -1,0 +1,102 @@
+package proxy
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Serve's host session is connected after the first apply
+// (docs/design.md §20, "The host's session after the first apply").
+// go-sdk v1.8.0 schedules no list_changed for a change of its lists made
+// while it has no session (Server.changeAndNotify), and a session that
+// connects later reads the lists as they are. So Serve reads the host's
+// first message itself; when it is a legacy initialize it starts the
+// servers with the capabilities it declares and waits for the first
+// apply (bounded by the init wait, as settle was) while the SDK's server
+// has no session; the host's bytes wait meanwhile. Then it connects the
+// session with the initialize read first, and settle answers it at once:
+// nothing changed since the session connected, so no list_changed is
+// pending for it. A change after the connect still gets settle's wait.
+
+// hostMark is what settle knows of the session a request came on: the
+// lists' change stamp when it connected, and the instant the init wait
+// ends when Serve already counted it.
+type hostMark struct {
+	stamp    int64
+	deadline time.Time
+}
+
+type hostMarkKey struct{}
+
+// markOf returns the request's session mark; the SDK's request contexts
+// carry the values of the context given to Connect (go-sdk v1.8.0's
+// jsonrpc2 derives them from it).
+func markOf(ctx context.Context) (hostMark, bool) {
+	m, ok := ctx.Value(hostMarkKey{}).(hostMark)
+	return m, ok
+}
+
+// initDeadline is when the init wait ends: InitWait from InitWaitFrom, or
+// from now.
+func (s *Server) initDeadline() time.Time {
+	wait := cmp.Or(s.opts.InitWait, DefaultInitWait)
+	if from := s.opts.InitWaitFrom; !from.IsZero() {
+		return from.Add(wait)
+	}
+	return time.Now().Add(wait)
+}
+
+// startEarly starts the servers for first, the host's first message,
+// when it is a legacy initialize and nothing started them yet, and waits
+// for the first apply, until the init wait ends or ctx does. It returns
+// the wait's end when it counted it.
+func (s *Server) startEarly(ctx context.Context, first jsonrpc.Message) (deadline time.Time, counted bool) {
+	req, ok := first.(*jsonrpc.Request)
+	if !ok || req.Method != "initialize" || !req.IsCall() {
+		return time.Time{}, false // a 2026-07-28 host: startFor, at its first request
+	}
+	var p mcp.InitializeParams
+	if json.Unmarshal(req.Params, &p) != nil {
+		return time.Time{}, false // the SDK answers it with the error
+	}
+	s.once.Do(func() {
+		counted = true
+		s.launch(p.Capabilities, p.ProtocolVersion, s.listed)
+	})
+	if !counted {
+		return time.Time{}, false // Start: the servers run already
+	}
+	deadline = s.initDeadline()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-s.applied:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-s.ctx.Done():
+	}
+	return deadline, true
+}
+
+// markSession returns ctx carrying the session's mark, read right before
+// the SDK's Connect: a change stamped after this may have scheduled a
+// list_changed for the session (the stamp is stored after the SDK's
+// change, so a change that raced the connect counts as after it). With
+// another session connected, a change before may have scheduled one too
+// (the SDK's timer notifies the sessions of when it fires): no mark.
+func (s *Server) markSession(ctx context.Context, deadline time.Time) context.Context {
+	for range s.srv.Sessions() {
+		return ctx
+	}
+	return context.WithValue(ctx, hostMarkKey{}, hostMark{stamp: s.up.changed.Load(), deadline: deadline})
+}
+
+// connected hands the SDK a connection Serve opened already.
+type connected struct{ conn mcp.Connection }
+
+func (t connected) Connect(context.Context) (mcp.Connection, error) { return t.conn, nil }
