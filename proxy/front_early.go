@@ -15,9 +15,9 @@ import (
 // go-sdk v1.8.0 schedules no list_changed for a change of its lists made
 // while it has no session (Server.changeAndNotify), and a session that
 // connects later reads the lists as they are. So Serve reads the host's
-// first message itself; when it is a legacy initialize it starts the
-// servers with the capabilities it declares and waits for the first
-// apply (bounded by the init wait, as settle was) while the SDK's server
+// first message itself; when it is an initialize (or a 2026-07-28
+// server/discover) it starts the servers with the capabilities it
+// declares and waits for the first apply (bounded by the init wait, as settle was) while the SDK's server
 // has no session; the host's bytes wait meanwhile. Then it connects the
 // session with the initialize read first, and settle answers it at once:
 // nothing changed since the session connected, so no list_changed is
@@ -52,21 +52,18 @@ func (s *Server) initDeadline() time.Time {
 }
 
 // startEarly starts the servers for first, the host's first message,
-// when it is a legacy initialize and nothing started them yet, and waits
+// when it declares the host's capabilities (firstCapabilities) and
+// nothing started them yet, and waits
 // for the first apply, until the init wait ends or ctx does. It returns
 // the wait's end when it counted it.
 func (s *Server) startEarly(ctx context.Context, first jsonrpc.Message) (deadline time.Time, counted bool) {
-	req, ok := first.(*jsonrpc.Request)
-	if !ok || req.Method != "initialize" || !req.IsCall() {
-		return time.Time{}, false // a 2026-07-28 host: startFor, at its first request
-	}
-	var p mcp.InitializeParams
-	if json.Unmarshal(req.Params, &p) != nil {
-		return time.Time{}, false // the SDK answers it with the error
+	caps, version, ok := firstCapabilities(first)
+	if !ok {
+		return time.Time{}, false // startFor, at the SDK's first request
 	}
 	s.once.Do(func() {
 		counted = true
-		s.launch(p.Capabilities, p.ProtocolVersion, s.listed)
+		s.launch(caps, version, s.listed)
 	})
 	if !counted {
 		return time.Time{}, false // Start: the servers run already
@@ -81,6 +78,34 @@ func (s *Server) startEarly(ctx context.Context, first jsonrpc.Message) (deadlin
 	case <-s.ctx.Done():
 	}
 	return deadline, true
+}
+
+// firstCapabilities reads the host's capabilities and protocol version
+// from a first message that declares them as startFor reads them: a
+// legacy initialize's params, or a 2026-07-28 server/discover's _meta
+// (read by the SDK's own request type). Any other first message leaves
+// the start to startFor.
+func firstCapabilities(m jsonrpc.Message) (caps *mcp.ClientCapabilities, version string, ok bool) {
+	req, isReq := m.(*jsonrpc.Request)
+	if !isReq || !req.IsCall() {
+		return nil, "", false
+	}
+	switch req.Method {
+	case "initialize":
+		var p mcp.InitializeParams
+		if json.Unmarshal(req.Params, &p) != nil {
+			return nil, "", false // the SDK answers it with the error
+		}
+		return p.Capabilities, p.ProtocolVersion, true
+	case "server/discover":
+		var p mcp.DiscoverParams
+		if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) != nil {
+			return nil, "", false
+		}
+		r := &mcp.ServerRequest[*mcp.DiscoverParams]{Params: &p}
+		return r.ClientCapabilities(), r.ProtocolVersion(), true
+	}
+	return nil, "", false
 }
 
 // markSession returns ctx carrying the session's mark, read right before

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -17,31 +18,35 @@ import (
 
 // A stdio host's session is connected after the first apply registered
 // the lists (docs/design.md §20): the SDK scheduled no list_changed for
-// it, so its initialize is answered without waiting for one, and it
-// hears none of lists it then reads. Before, the front waited 15 ms
-// after the last change, and the host heard a list_changed for lists it
-// had not read yet.
+// it, so its initialize (a 2026-07-28 host's server/discover) is
+// answered without waiting for one, and it hears none of lists it then
+// reads. Before, the front waited 15 ms after the last change, and a
+// legacy host heard a list_changed for lists it had not read yet.
 func TestInitializeAfterTheFirstApplyIsNotHeld(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{}, "a", "b")
-		r.stdio = true
-		var heard atomic.Int32
-		start := time.Now()
-		cs := r.host("2025-11-25", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			heard.Add(1)
-		}})
-		if took := time.Since(start); took >= sdkNotificationDelay {
-			t.Errorf("initialize answered after %v: the front waited for a list_changed no one scheduled", took)
-		}
-		if got := toolNames(t, cs); !slices.Contains(got, "a__echo") || !slices.Contains(got, "b__echo") {
-			t.Errorf("tools %v lack a__echo or b__echo", got)
-		}
-		time.Sleep(time.Second)
-		synctest.Wait()
-		if n := heard.Load(); n != 0 {
-			t.Errorf("the host heard %d tools/list_changed for the lists it read after initialize", n)
-		}
-	})
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, Options{}, "a", "b")
+				r.stdio = true
+				var heard atomic.Int32
+				start := time.Now()
+				cs := r.host(era, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					heard.Add(1)
+				}})
+				if took := time.Since(start); took >= sdkNotificationDelay {
+					t.Errorf("initialize answered after %v: the front waited for a list_changed no one scheduled", took)
+				}
+				if got := toolNames(t, cs); !slices.Contains(got, "a__echo") || !slices.Contains(got, "b__echo") {
+					t.Errorf("tools %v lack a__echo or b__echo", got)
+				}
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if n := heard.Load(); n != 0 {
+					t.Errorf("the host heard %d tools/list_changed for the lists it read after initialize", n)
+				}
+			})
+		})
+	}
 }
 
 // A change of the lists after the session connected may have scheduled a
@@ -100,21 +105,36 @@ func TestSettleWaitsOnlyForAChangeAfterTheConnect(t *testing.T) {
 	})
 }
 
-// A 2026-07-28 host's first request is no initialize: the servers start
-// at it, after the session connected, and its answer waits for the
-// SDK's announcement as before.
-func TestModernHostStillWaitsForTheLists(t *testing.T) {
+// A first request that declares no capabilities (a 2026-07-28 host that
+// skips server/discover) starts the servers after the session connected,
+// as before: the lists registered then are announced to it, and its
+// answer does not wait for the first apply.
+func TestFirstRequestWithoutCapabilitiesConnectsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, Options{}, "a")
-		r.stdio = true
-		start := time.Now()
-		cs := r.host("2026-07-28", nil)
-		if took := time.Since(start); took < sdkNotificationDelay {
-			t.Errorf("discover answered after %v, before the SDK announced the lists registered after the connect", took)
+		gate := make(chan struct{})
+		r.mems["a"].Fault = func(uint64) transport.Fault { return transport.Fault{Gate: gate} }
+		hr, cw := io.Pipe()
+		cr, hw := io.Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		served := make(chan error, 1)
+		go func() { served <- r.srv.Serve(ctx, &transport.HostStdio{Reader: hr, Writer: hw}) }()
+		defer func() { _ = cw.Close(); _ = cr.Close(); cancel(); <-served }()
+		if _, err := io.WriteString(cw, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+			t.Fatal(err)
 		}
-		if got := toolNames(t, cs); !slices.Contains(got, "a__echo") {
-			t.Errorf("tools %v lack a__echo", got)
+		line := make([]byte, 256)
+		n, err := cr.Read(line)
+		if err != nil || !strings.Contains(string(line[:n]), `"id":1`) {
+			t.Fatalf("ping answered %q, %v", line[:n], err)
 		}
+		select {
+		case <-r.srv.Applied():
+			t.Error("the ping was answered after the first apply")
+		default:
+		}
+		close(gate)
 	})
 }
 
@@ -159,8 +179,8 @@ func TestServeEndsDuringTheEarlyWait(t *testing.T) {
 
 // A server's tools change while the host connects and initializes, at
 // every moment of it in turn: the host ends up with the new tool, from
-// its first list or after a list_changed; none stays hidden. Real clock,
-// for -race.
+// its first list or after a list_changed; none stays hidden. Both eras,
+// over stdio and in memory; real clock, for -race.
 func TestNoToolHiddenByAChangeDuringTheConnect(t *testing.T) {
 	for i := range 12 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -190,7 +210,7 @@ func TestNoToolHiddenByAChangeDuringTheConnect(t *testing.T) {
 				})
 			}()
 			changed := make(chan struct{}, 1)
-			cs := r.host("2025-11-25", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			cs := r.host(eras[i/2%2], &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 				select {
 				case changed <- struct{}{}:
 				default:
