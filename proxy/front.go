@@ -124,10 +124,10 @@ func (s *Server) launch(caps *mcp.ClientCapabilities, version string, hold <-cha
 		opts.Opener = downstreamOpener(version, opts.Logger)
 	}
 	pool := mcpkeep.NewPool(opts)
-	s.set.Subscribe(s.up.apply)
-	catalog.Subscribe(s.cat.apply)
+	s.set.Subscribe(s.mirrors.tools(s.up.apply))
+	catalog.Subscribe(s.mirrors.catalog(s.cat.apply))
 	s.mu.Lock()
-	s.mu.pool = pool
+	s.mu.pool, s.mu.catalog = pool, catalog
 	s.mu.Unlock()
 	s.log.Info("host connected", slog.String("protocol", version), slog.Any("sampling", caps != nil && caps.Sampling != nil),
 		slog.Any("elicitation", caps != nil && caps.Elicitation != nil), slog.Any("roots", opts.Host.ListRoots != nil))

@@ -74,10 +74,32 @@ func (s *Server) startEarly(ctx context.Context, first jsonrpc.Message) (deadlin
 	select {
 	case <-s.applied:
 	case <-t.C:
+		return deadline, true
 	case <-ctx.Done():
+		return deadline, true
 	case <-s.ctx.Done():
+		return deadline, true
 	}
-	return deadline, true
+	// The mirrors may still be delivering what the apply registered
+	// (front_mirrors.go).
+	s.mu.Lock()
+	catalog, names := s.mu.catalog, serverNames(s.mu.cfg)
+	s.mu.Unlock()
+	for {
+		done, next := s.mirrors.caughtUp(s.set, catalog, names)
+		if done {
+			return deadline, true
+		}
+		select {
+		case <-next:
+		case <-t.C:
+			return deadline, true
+		case <-ctx.Done():
+			return deadline, true
+		case <-s.ctx.Done():
+			return deadline, true
+		}
+	}
 }
 
 // firstCapabilities reads the host's capabilities and protocol version
@@ -103,6 +125,9 @@ func firstCapabilities(m jsonrpc.Message) (caps *mcp.ClientCapabilities, version
 			return nil, "", false
 		}
 		r := &mcp.ServerRequest[*mcp.DiscoverParams]{Params: &p}
+		if r.ProtocolVersion() != modernVersion {
+			return nil, "", false // the SDK refuses it, the host tries again
+		}
 		return r.ClientCapabilities(), r.ProtocolVersion(), true
 	}
 	return nil, "", false

@@ -44,6 +44,8 @@ type Server struct {
 	listed     chan struct{}
 	listedOnce sync.Once
 	applied    chan struct{} // closed when the first Apply returned
+	// mirrors knows what the mirrors delivered (front_mirrors.go).
+	mirrors *mirrorWatch
 
 	reloadMu sync.Mutex // one Apply at a time
 
@@ -51,6 +53,7 @@ type Server struct {
 		sync.Mutex
 		cfg      *config.Config
 		pool     *mcpkeep.Pool
+		catalog  *tools.Catalog // the pool's, once it exists
 		applyErr error
 		// levels and subs are per host session; the servers get the most
 		// verbose level any session asked for and the union of
@@ -99,7 +102,7 @@ func New(cfg *config.Config, opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, health: NewHealth(),
 		started: make(chan struct{}), applied: make(chan struct{}), listed: make(chan struct{}),
-		set: tools.NewSet(tools.Limits{})}
+		set: tools.NewSet(tools.Limits{}), mirrors: newMirrorWatch()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.cfg = cfg
 	s.mu.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
