@@ -53,9 +53,9 @@ func (s *Server) initDeadline() time.Time {
 
 // startEarly starts the servers for first, the host's first message,
 // when it declares the host's capabilities (firstCapabilities) and
-// nothing started them yet, and waits
-// for the first apply, until the init wait ends or ctx does. It returns
-// the wait's end when it counted it.
+// nothing started them yet, and waits for the first apply and its
+// delivery, until the init wait ends or ctx (or Shutdown) does. It
+// returns the wait's end when it counted it.
 func (s *Server) startEarly(ctx context.Context, first jsonrpc.Message) (deadline time.Time, counted bool) {
 	caps, version, ok := firstCapabilities(first)
 	if !ok {

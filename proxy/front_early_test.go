@@ -228,3 +228,28 @@ func TestNoToolHiddenByAChangeDuringTheConnect(t *testing.T) {
 		})
 	}
 }
+
+// Shutdown ends a Serve still waiting for its host's first message, as it
+// ends a connected session.
+func TestShutdownEndsServeBeforeTheFirstMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(mustConfig(t, map[string]any{"mcpServers": map[string]any{}}), Options{})
+		hr, cw := io.Pipe()
+		_, hw := io.Pipe()
+		defer cw.Close()
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(context.Background(), &transport.HostStdio{Reader: hr, Writer: hw}) }()
+		synctest.Wait()
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		select {
+		case err := <-served:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Serve returned %v, want context.Canceled", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Serve still waits for the host's first message after Shutdown")
+		}
+	})
+}

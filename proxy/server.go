@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,12 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	fc := ft.conn
 	// The host's first message is read before its session exists, and
 	// read again by the SDK's (front_early.go, docs/design.md §20).
-	first, err := fc.Read(ctx)
+	// Shutdown ends the wait as it ends a session.
+	rctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	first, err := fc.Read(rctx)
+	stop()
+	cancel()
 	if err != nil {
 		fc.stop()
 		_ = fc.Close()
@@ -172,7 +178,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	}
 	fc.handBack(first)
 	deadline, _ := s.startEarly(ctx, first)
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(ctx.Err(), s.ctx.Err()); err != nil {
 		fc.stop()
 		_ = fc.Close()
 		fc.wg.Wait()
