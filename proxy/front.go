@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -44,7 +43,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || (method != "initialize" && method != "server/discover") {
 			return res, err
 		}
-		s.settle()
+		s.settle(ctx)
 		pool := s.getPool()
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
@@ -125,10 +124,10 @@ func (s *Server) launch(caps *mcp.ClientCapabilities, version string, hold <-cha
 		opts.Opener = downstreamOpener(version, opts.Logger)
 	}
 	pool := mcpkeep.NewPool(opts)
-	s.set.Subscribe(s.up.apply)
-	catalog.Subscribe(s.cat.apply)
+	s.set.Subscribe(s.mirrors.tools(s.up.apply))
+	catalog.Subscribe(s.mirrors.catalog(s.cat.apply))
 	s.mu.Lock()
-	s.mu.pool = pool
+	s.mu.pool, s.mu.catalog = pool, catalog
 	s.mu.Unlock()
 	s.log.Info("host connected", slog.String("protocol", version), slog.Any("sampling", caps != nil && caps.Sampling != nil),
 		slog.Any("elicitation", caps != nil && caps.Elicitation != nil), slog.Any("roots", opts.Host.ListRoots != nil))
@@ -160,21 +159,34 @@ func (s *Server) launch(caps *mcp.ClientCapabilities, version string, hold <-cha
 // settle waits for the first apply, at most InitWait. The lists it
 // registered were announced by the SDK 10 ms (debounced) after the last
 // change; waiting that out before the host has its answer keeps the host
-// from hearing of lists it is about to read anyway.
-func (s *Server) settle() {
-	wait := cmp.Or(s.opts.InitWait, DefaultInitWait)
-	if from := s.opts.InitWaitFrom; !from.IsZero() {
-		wait = max(0, wait-time.Since(from))
+// from hearing of lists it is about to read anyway. A session Serve
+// connected after the last change has nothing announced to it
+// (front_early.go): it is answered at once.
+func (s *Server) settle(ctx context.Context) {
+	mark, marked := markOf(ctx)
+	deadline := mark.deadline
+	if deadline.IsZero() {
+		deadline = s.initDeadline()
 	}
-	t := time.NewTimer(wait)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-s.applied:
 		// The SDK announces a change of the lists sdkNotificationDelay
 		// after the last one; the announcement goes out first.
-		last := time.Unix(0, s.up.changed.Load())
-		time.Sleep(time.Until(last.Add(sdkNotificationDelay + sdkNotificationSlack)))
+		stamp := s.up.changed.Load()
+		if marked && stamp == mark.stamp {
+			return
+		}
+		last := time.Unix(0, stamp)
+		wait := time.NewTimer(time.Until(last.Add(sdkNotificationDelay + sdkNotificationSlack)))
+		defer wait.Stop()
+		select {
+		case <-wait.C:
+		case <-ctx.Done():
+		}
 	case <-t.C:
+	case <-ctx.Done(): // the session's end
 	}
 }
 

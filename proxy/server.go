@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -42,6 +45,8 @@ type Server struct {
 	listed     chan struct{}
 	listedOnce sync.Once
 	applied    chan struct{} // closed when the first Apply returned
+	// mirrors knows what the mirrors delivered (front_mirrors.go).
+	mirrors *mirrorWatch
 
 	reloadMu sync.Mutex // one Apply at a time
 
@@ -49,6 +54,7 @@ type Server struct {
 		sync.Mutex
 		cfg      *config.Config
 		pool     *mcpkeep.Pool
+		catalog  *tools.Catalog // the pool's, once it exists
 		applyErr error
 		// levels and subs are per host session; the servers get the most
 		// verbose level any session asked for and the union of
@@ -97,7 +103,7 @@ func New(cfg *config.Config, opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, health: NewHealth(),
 		started: make(chan struct{}), applied: make(chan struct{}), listed: make(chan struct{}),
-		set: tools.NewSet(tools.Limits{})}
+		set: tools.NewSet(tools.Limits{}), mirrors: newMirrorWatch()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.cfg = cfg
 	s.mu.levels = map[*mcp.ServerSession]mcp.LoggingLevel{}
@@ -149,11 +155,39 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 		t = &transport.HostStdio{Reader: io.Reader, Writer: io.Writer, MaxLineLength: io.MaxLineLength}
 	}
 	ft := &fastTransport{Transport: t, s: s}
-	ss, err := s.srv.Connect(ctx, ft, nil)
-	if err != nil {
+	if _, err := ft.Connect(ctx); err != nil {
 		return err
 	}
 	fc := ft.conn
+	// The host's first message is read before its session exists, and
+	// read again by the SDK's (front_early.go, docs/design.md §20).
+	// Shutdown ends the wait as it ends a session.
+	rctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	first, err := fc.Read(rctx)
+	stop()
+	cancel()
+	if err != nil {
+		fc.stop()
+		_ = fc.Close()
+		fc.wg.Wait()
+		if errors.Is(err, io.EOF) {
+			return nil // as the session's Wait has it
+		}
+		return err
+	}
+	fc.handBack(first)
+	deadline, _ := s.startEarly(ctx, first)
+	if err := cmp.Or(ctx.Err(), s.ctx.Err()); err != nil {
+		fc.stop()
+		_ = fc.Close()
+		fc.wg.Wait()
+		return err
+	}
+	ss, err := s.srv.Connect(s.markSession(ctx, deadline), connected{fc}, nil)
+	if err != nil {
+		return err
+	}
 	fc.session.Store(ss)
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()

@@ -54,8 +54,9 @@ const startGCMax = time.Second
 // collections ran inside it, their marking taking a core of two from the
 // host's first answers (docs/design.md §20). Paused, the heap is capped by
 // a memory limit of startHeapCap; resumed, the collector's first cycle
-// runs while the front waits for the SDK's list_changed before answering
-// initialize.
+// runs beside the answers to the host's initialize and first list (the
+// front no longer waits for a list_changed first: docs/design.md §20,
+// which gives the trial of holding it until the first complete list).
 func pauseStartGC() (resume func()) {
 	_, gogc := os.LookupEnv("GOGC")
 	_, limit := os.LookupEnv("GOMEMLIMIT")
