@@ -43,7 +43,7 @@ func TestBothErasAtOneEndpoint(t *testing.T) {
 	var wg sync.WaitGroup
 	for name, cs := range map[string]*mcp.ClientSession{"legacy": legacy, "modern": modern} {
 		wg.Go(func() {
-			waitTools(t, cs, []string{"a__echo", "a__flood", "a__hang", "a__sample", "a__sleep"})
+			waitTools(t, cs, []string{"a__echo", "a__flood", "a__hang", "a__rpcerr", "a__sample", "a__sleep"})
 			if got, isErr := call(t, cs, "a__echo", map[string]any{"text": name}); got != name || isErr {
 				t.Errorf("%s host: a__echo = %q (error %v)", name, got, isErr)
 			}

@@ -290,7 +290,7 @@ func TestTwinOfALegacyOnlyServerFallsBackToTheBridge(t *testing.T) {
 			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "the modern host"}}, nil
 		}})
 	r.waitApplied()
-	waitTools(t, modern, []string{"a__echo", "a__flood", "a__hang", "a__sample", "a__sleep"})
+	waitTools(t, modern, []string{"a__echo", "a__flood", "a__hang", "a__rpcerr", "a__sample", "a__sleep"})
 	for range 2 {
 		if got, isErr := call(t, modern, "a__sample", nil); got != "sampled: the modern host" || isErr {
 			t.Errorf("a__sample = %q (error %v), want the bridge's answer", got, isErr)
