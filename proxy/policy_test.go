@@ -148,7 +148,7 @@ func TestPolicyFiltersAndOverridesEndToEnd(t *testing.T) {
 		"prompts":       map[string]any{"deny": []string{"greet"}},
 		"toolOverrides": map[string]any{"echo": map[string]any{"name": "say", "title": "Say", "description": "Says it back."}},
 	}}, nil, "files")
-	want := []string{"files__sample", "files__say", "files__sleep"}
+	want := []string{"files__rpcerr", "files__sample", "files__say", "files__sleep"}
 	hs := r.serveHTTP()
 	hosts := map[string]*mcp.ClientSession{}
 	for _, era := range []string{"2025-11-25", "2026-07-28"} {
