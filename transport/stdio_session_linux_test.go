@@ -4,34 +4,20 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
-// A stdio child leads a process group of its own, and is in a session of
-// its own only under a controlling terminal (spawnAttr): without one there
-// is no terminal to stop it on SIGTTIN, and a new session would be a new
-// scheduling group where the kernel groups by session (autogroup,
-// docs/design.md §20).
-func TestStdioChildSessionFollowsTheTerminal(t *testing.T) {
+// A stdio child leads a session and a process group of its own
+// (spawnAttr), with or without a controlling terminal (docs/design.md §8).
+func TestStdioChildLeadsItsSession(t *testing.T) {
 	s := fixtureStdio(t, "normal")
 	_, pid := open(t, s)
 	pgrp, sid := groupAndSession(t, pid)
 	if pgrp != pid {
 		t.Errorf("child %d is in process group %d; want its own", pid, pgrp)
 	}
-	own, err := unix.Getsid(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if haveTTY() {
-		if sid != pid {
-			t.Errorf("under a controlling terminal the child %d is in session %d; want its own", pid, sid)
-		}
-	} else if sid != own {
-		t.Errorf("without a controlling terminal the child %d is in session %d; want mcpkeep's (%d)", pid, sid, own)
+	if sid != pid {
+		t.Errorf("child %d is in session %d; want its own", pid, sid)
 	}
 }
 
@@ -54,14 +40,4 @@ func groupAndSession(t *testing.T, pid int) (pgrp, sid int) {
 		t.Fatalf("/proc/%d/stat: %q", pid, b)
 	}
 	return pgrp, sid
-}
-
-// haveTTY reports whether the test process has a controlling terminal.
-func haveTTY() bool {
-	f, err := os.OpenFile("/dev/tty", os.O_RDONLY|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return false
-	}
-	f.Close()
-	return true
 }

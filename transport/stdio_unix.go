@@ -133,37 +133,23 @@ func (s *Stdio) Open(ctx context.Context, gen uint64) (Generation, error) {
 	return g, nil
 }
 
-// spawnAttr starts the child in a process group of its own, so the group
-// id is its pid and everything said of the group (signalling, the zombie
-// leader pinning it: see stdioGen) holds. Under a terminal (mcpkeep has a
-// controlling one) the group is in a new session (setsid) rather than in
-// mcpkeep's: a child in a background group of mcpkeep's session that
-// reads /dev/tty (ssh, sudo, pinentry asking for a password) is stopped by
-// SIGTTIN and hangs, silently, until the connect timeout; in a session of
-// its own, opening /dev/tty fails at once (ENXIO) and the child says so on
-// stderr, which the loss log shows. A terminal's Ctrl-C still reaches only
-// mcpkeep, which tears the child down. Without a controlling terminal (a
-// host that spawned mcpkeep on pipes) there is no terminal to stop on,
-// and the child stays in mcpkeep's session (setpgid): where the kernel
-// groups scheduling by session (autogroup), a new session is a new group
-// that started the child's own start-up behind the rest of a busy machine
-// (docs/design.md §20: about 60% slower, 24 vs 14 ms, in a trial).
+// spawnAttr starts the child in a new session (setsid) rather than only a
+// new process group: it leads its session and its group, so the group id
+// is still its pid and everything said of the group (signalling, the
+// zombie leader pinning it: see stdioGen) holds as with setpgid; and it
+// has no controlling terminal. Under a terminal, a child in a background
+// group of mcpkeep's session that reads /dev/tty (ssh, sudo, pinentry
+// asking for a password) is stopped by SIGTTIN and hangs, silently, until
+// the connect timeout; in a session of its own, opening /dev/tty fails at
+// once (ENXIO) and the child says so on stderr, which the loss log shows.
+// A terminal's Ctrl-C still reaches only mcpkeep, which tears the child
+// down. Where the kernel groups scheduling by session (autogroup), the
+// child's own session is also its own scheduling group: its start-up
+// waits behind a busy machine, but a relayed call costs the proxy and the
+// server less CPU than in one shared group (docs/design.md §8: setpgid
+// without a terminal was tried and measured, and undone).
 func spawnAttr() *syscall.SysProcAttr {
-	if controllingTTY() {
-		return &syscall.SysProcAttr{Setsid: true}
-	}
-	return &syscall.SysProcAttr{Setpgid: true}
-}
-
-// controllingTTY reports whether this process has a controlling terminal:
-// /dev/tty opens only then (ENXIO otherwise; absent in some containers).
-func controllingTTY() bool {
-	fd, err := syscall.Open("/dev/tty", syscall.O_RDONLY|syscall.O_NOCTTY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return false
-	}
-	syscall.Close(fd)
-	return true
+	return &syscall.SysProcAttr{Setsid: true}
 }
 
 // stdioHooks replace what a stdio generation does to its process group, in
