@@ -1,18 +1,19 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/mcpkeep/mcpkeep/internal/statechart"
 )
 
 var (
 	// ErrNotDeclared: no row of the table has this (state, event).
-	ErrNotDeclared = errors.New("event not declared in this state")
+	ErrNotDeclared = statechart.ErrNotDeclared
 	// ErrGuardRejected: rows exist but none of their guards holds (for
 	// example the event's generation is stale). The driver drops and counts.
-	ErrGuardRejected = errors.New("no guard holds")
+	ErrGuardRejected = statechart.ErrGuardRejected
 	// ErrAmbiguous: more than one guard holds; the declaration is broken.
-	ErrAmbiguous = errors.New("more than one guard holds")
+	ErrAmbiguous = statechart.ErrAmbiguous
 )
 
 // EventError reports an event that does not apply. errors.Is matches one of

@@ -159,6 +159,11 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 		return err
 	}
 	fc := ft.conn
+	abandon := func() { // before the SDK's session took the connection
+		fc.stop()
+		_ = fc.Close()
+		fc.wg.Wait()
+	}
 	// The host's first message is read before its session exists, and
 	// read again by the SDK's (front_early.go, docs/design.md §20).
 	// Shutdown ends the wait as it ends a session.
@@ -168,9 +173,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	stop()
 	cancel()
 	if err != nil {
-		fc.stop()
-		_ = fc.Close()
-		fc.wg.Wait()
+		abandon()
 		if errors.Is(err, io.EOF) {
 			return nil // as the session's Wait has it
 		}
@@ -179,9 +182,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	fc.handBack(first)
 	deadline, _ := s.startEarly(ctx, first)
 	if err := cmp.Or(ctx.Err(), s.ctx.Err()); err != nil {
-		fc.stop()
-		_ = fc.Close()
-		fc.wg.Wait()
+		abandon()
 		return err
 	}
 	ss, err := s.srv.Connect(s.markSession(ctx, deadline), connected{fc}, nil)

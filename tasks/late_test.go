@@ -36,9 +36,10 @@ func TestLateEventAfterTheEnd(t *testing.T) {
 	e.mu.Lock()
 	tk := e.live[rec.ID]
 	e.mu.Unlock()
+	done := e.Done(rec.ID) // nil once the task is no longer live: taken before it can end
 	close(release)
 	select {
-	case <-e.Done(rec.ID):
+	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the task never ended")
 	}

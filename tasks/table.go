@@ -1,8 +1,9 @@
 package tasks
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/mcpkeep/mcpkeep/internal/statechart"
 )
 
 // Transition is one declared row of the task table. Like fsm.Table it is
@@ -113,11 +114,11 @@ var Table = []Transition{
 
 var (
 	// ErrNotDeclared: no row of the table has this (state, event).
-	ErrNotDeclared = errors.New("event not declared in this state")
+	ErrNotDeclared = statechart.ErrNotDeclared
 	// ErrGuardRejected: rows exist but none of their guards holds.
-	ErrGuardRejected = errors.New("no guard holds")
+	ErrGuardRejected = statechart.ErrGuardRejected
 	// ErrAmbiguous: more than one guard holds; the declaration is broken.
-	ErrAmbiguous = errors.New("more than one guard holds")
+	ErrAmbiguous = statechart.ErrAmbiguous
 )
 
 // EventError reports an event that does not apply; errors.Is matches one
