@@ -93,6 +93,14 @@ func TestUnaskedTaskIsAnError(t *testing.T) {
 				r.waitApplied()
 				ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 				defer cancel()
+				// The fast path takes a call once the front knows the
+				// host's request _meta (fast.go): warm up until it took one.
+				for warm := r.srv.fast.served.Load(); !typed && r.srv.fast.served.Load() == warm; {
+					if ctx.Err() != nil {
+						t.Fatal("the fast path took no echo call")
+					}
+					call(t, cs, "files__echo", map[string]any{"text": "warm"})
+				}
 				served := r.srv.fast.served.Load()
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__rogue", Arguments: map[string]any{}})
 				if err != nil {
