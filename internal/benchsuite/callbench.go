@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/transport"
@@ -122,8 +123,6 @@ func (e *callEnv) benchSupervised(v callerCtx, errp *error) func(*testing.B) {
 // benchFigures sum up the rounds of one benchmark.
 type benchFigures struct {
 	nsPerOp     float64 // of the median round
-	nsMin       float64 // of the fastest round
-	nsMax       float64 // of the slowest round
 	allocsPerOp float64 // over all rounds
 	bytesPerOp  float64 // over all rounds
 }
@@ -139,22 +138,12 @@ func median(rs []testing.BenchmarkResult) benchFigures {
 		n, allocs, bytes = n+float64(r.N), allocs+float64(r.MemAllocs), bytes+float64(r.MemBytes)
 	}
 	slices.Sort(ns)
-	return benchFigures{nsPerOp: ns[len(ns)/2], nsMin: ns[0], nsMax: ns[len(ns)-1], allocsPerOp: allocs / n, bytesPerOp: bytes / n}
+	return benchFigures{nsPerOp: ns[len(ns)/2], allocsPerOp: allocs / n, bytesPerOp: bytes / n}
 }
 
 // pair runs a and b alternately for rounds (ABBA, so neither always goes
 // first) and returns their medians.
 func pair(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigures, err error) {
-	fa, fb, _, err = pairRatio(rounds, a, b, errp)
-	return fa, fb, err
-}
-
-// pairRatio is pair that also returns the median of the rounds' own
-// ratios, b's ns/op over a's of the same round: the two halves of a round
-// run back to back, so a load that drifts on a shared machine over the
-// minutes of all rounds moves both halves of a round alike, where it can
-// move the two medians apart.
-func pairRatio(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigures, ratio float64, err error) {
 	var ra, rb []testing.BenchmarkResult
 	for i := range rounds {
 		var x, y testing.BenchmarkResult
@@ -164,40 +153,32 @@ func pairRatio(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigu
 			y, x = testing.Benchmark(b), testing.Benchmark(a)
 		}
 		if *errp != nil {
-			return fa, fb, 0, *errp
+			return fa, fb, *errp
 		}
 		if x.N == 0 || y.N == 0 {
-			return fa, fb, 0, errors.New("a benchmark failed")
+			return fa, fb, errors.New("a benchmark failed")
 		}
 		ra, rb = append(ra, x), append(rb, y)
 	}
-	return median(ra), median(rb), pairedRatio(ra, rb), nil
+	return median(ra), median(rb), nil
 }
-
-// pairedRatio is the median over rounds i of rb[i]'s ns/op over ra[i]'s
-// (the mean of the middle two for an even count).
-func pairedRatio(ra, rb []testing.BenchmarkResult) float64 {
-	rs := make([]float64, len(ra))
-	for i := range ra {
-		rs[i] = nsPerOp(rb[i]) / nsPerOp(ra[i])
-	}
-	slices.Sort(rs)
-	if n := len(rs); n%2 == 0 {
-		return (rs[n/2-1] + rs[n/2]) / 2
-	}
-	return rs[len(rs)/2]
-}
-
-func nsPerOp(r testing.BenchmarkResult) float64 { return float64(r.T.Nanoseconds()) / float64(r.N) }
 
 type callResult struct {
 	name               string // caller context variant
 	direct, supervised benchFigures
-	ratio              float64 // supervised over direct: the median of the rounds' own ratios
+	// times: direct (a) and supervised (b) in batchPairs batches; the
+	// time ratio is times.ratio (interleaveBatches).
+	times batchPairs
 }
 
-// runCalls is section 3: for a background and a cancellable caller
-// context, supervised Call beside direct CallTool, alternating rounds.
+// allocRounds is how many testing.Benchmark rounds of each side measure a
+// call's allocations (which, unlike its time, no load on the machine
+// changes).
+const allocRounds = 2
+
+// runCalls is section 3: for each caller context variant, supervised Call
+// beside direct CallTool: their time/op in batchPairs batches
+// (interleaveBatches), their allocations in testing.Benchmark rounds.
 func runCalls(ctx context.Context, cfg Config) ([]callResult, error) {
 	e, err := newCallEnv(ctx)
 	if err != nil {
@@ -209,12 +190,46 @@ func runCalls(ctx context.Context, cfg Config) ([]callResult, error) {
 	var out []callResult
 	for _, v := range vs {
 		var err error
-		d, s, r, perr := pairRatio(cfg.Rounds, e.benchDirect(v, &err), e.benchSupervised(v, &err), &err)
+		d, s, perr := pair(min(cfg.Rounds, allocRounds), e.benchDirect(v, &err), e.benchSupervised(v, &err), &err)
 		if perr != nil {
 			return nil, fmt.Errorf("%s: %w", v.name, perr)
 		}
-		out = append(out, callResult{v.name, d, s, r})
+		il, ierr := interleaveBatches(time.Duration(cfg.Rounds)*cfg.BenchTime, time.Now, e.directN(v), e.supervisedN(v))
+		if ierr != nil {
+			return nil, fmt.Errorf("%s: %w", v.name, ierr)
+		}
+		out = append(out, callResult{v.name, d, s, il})
 		cfg.progress("  call overhead, %s caller context: done", v.name)
 	}
 	return out, nil
+}
+
+// directN and supervisedN make n calls as benchDirect and benchSupervised
+// do, for interleaveBatches.
+func (e *callEnv) directN(v callerCtx) func(int) error {
+	return func(n int) error {
+		for range n {
+			ctx, cancel := v.ctx()
+			_, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: echoArgs})
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func (e *callEnv) supervisedN(v callerCtx) func(int) error {
+	return func(n int) error {
+		for range n {
+			ctx, cancel := v.ctx()
+			_, err := e.s.Call(ctx, "echo", echoArgs, nil)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

@@ -2,42 +2,68 @@ package benchsuite
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
 
-// TestPairedRatio: under a load that drifts across the rounds, the ratio
-// of the two sides' medians shows a difference the rounds do not have; the
-// median of the rounds' own ratios does not (issue 39's call rows).
-func TestPairedRatio(t *testing.T) {
-	var ra, rb []testing.BenchmarkResult
-	// Round i: both halves cost 10 µs × the load of round i, except round
-	// 4 (b 20% slower) and round 5 (a 20% faster). The load climbs half-way
-	// through, so the two medians come from rounds of different loads.
-	loads := []float64{1.0, 1.0, 1.0, 1.0, 1.0, 1.2, 1.2, 1.2, 1.2, 1.2}
-	for i, l := range loads {
-		a := time.Duration(10_000 * l)
-		b := a
-		if i == 4 {
-			b = a * 12 / 10
-		}
-		if i == 5 {
-			a = a * 8 / 10 // a lucky a round in the slower half
-		}
-		ra = append(ra, testing.BenchmarkResult{N: 1000, T: 1000 * a})
-		rb = append(rb, testing.BenchmarkResult{N: 1000, T: 1000 * b})
-	}
-	ofMedians := median(rb).nsPerOp / median(ra).nsPerOp
-	got := pairedRatio(ra, rb)
-	if math.Abs(got-1) > 1e-9 {
-		t.Errorf("pairedRatio = %.4f, want 1 (eight of ten rounds are even)", got)
-	}
-	if ofMedians <= 1.05 {
-		t.Fatalf("the fixture's medians' ratio is %.4f; want > 1.05 so the test tells the two apart", ofMedians)
-	}
-	// An odd count takes the middle one.
-	if r := pairedRatio(ra[:3], append([]testing.BenchmarkResult{{N: 1, T: 30_000}}, rb[1:3]...)); math.Abs(r-1) > 1e-9 {
-		t.Errorf("pairedRatio of 3 rounds = %.4f, want 1", r)
+// TestInterleaveBatches: under a load that drifts from pair to pair, and
+// one disturbed batch on each side, the pairs' own ratios stay at the true
+// one; the batch size is calibrated to batchTarget; the order alternates
+// (issue 39's call rows).
+func TestInterleaveBatches(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		slowB float64 // b's true cost over a's
+	}{{"even", 1.0}, {"b 4% slower", 1.04}} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := time.Unix(0, 0)
+			now := func() time.Time { return clock }
+			var order []byte
+			halves := 0 // batches since the first b (the first pair's a is not counted)
+			pairing := false
+			// A sawtooth load, the same for both halves of a pair: up to 1.43×.
+			load := func() float64 { return 1 + 0.5*float64(((halves+1)/2)%7)/7 }
+			cost := func(side byte, scale float64) func(int) error {
+				return func(n int) error {
+					pairing = pairing || side == 'b'
+					if n > 1 {
+						order = append(order, side)
+					}
+					f := scale * load()
+					switch {
+					case pairing && halves == 18:
+						f *= 3 // a collection cycle in one batch
+					case pairing && halves == 29:
+						f *= 2 // and another in a later one
+					}
+					clock = clock.Add(time.Duration(float64(n) * float64(10*time.Microsecond) * f))
+					if pairing {
+						halves++
+					}
+					return nil
+				}
+			}
+			got, err := interleaveBatches(time.Second, now, cost('a', 1), cost('b', c.slowB))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.n < 900 || got.n > 1100 {
+				t.Errorf("calls per batch = %d, want about %d (batchTarget / 10 µs)", got.n, batchTarget/(10*time.Microsecond))
+			}
+			if math.Abs(got.ratio-c.slowB) > 1e-6 {
+				t.Errorf("ratio = %.4f, want %.4f", got.ratio, c.slowB)
+			}
+			if len(got.a) != len(got.b) || len(got.a) < 4 {
+				t.Fatalf("pairs: %d a, %d b batches", len(got.a), len(got.b))
+			}
+			// ABBA: the first of each pair alternates (the calibration's
+			// batches run before any pair and are a alone).
+			pairs := string(order[len(order)-2*len(got.a):])
+			if !strings.HasPrefix(pairs, "abbaab") {
+				t.Errorf("order of the pairs starts %q, want abbaab…", pairs[:min(6, len(pairs))])
+			}
+		})
 	}
 }
 

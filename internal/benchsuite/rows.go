@@ -27,7 +27,7 @@ func waitFloor(wait, c time.Duration) float64 {
 
 // pairedDetect is the median over crash cycles i of the supervisor's die →
 // lost over the CommandTransport detection run right after it (0 when
-// the two were not interleaved one for one).
+// the two were not batchPairs one for one).
 func pairedDetect(mk []crashSample, sdk []sdkResult) float64 {
 	if len(mk) != len(sdk) || len(mk) == 0 {
 		return 0
@@ -121,7 +121,7 @@ func detectionRows(rep *Report, sr *stdioResult) {
 			case sdkPick(srv.sdk, sdkDie).pct(50) > q.target:
 				why += fmt.Sprintf("; the SDK's own CommandTransport, which sees the loss at stdout's EOF without waiting "+
 					"for the exit, took %s at p50 in this run: the absolute target is under what any client took on this "+
-					"machine; the reachable one is the interleaved ratio to CommandTransport (≤ 1.00, below) with mcpkeep's "+
+					"machine; the reachable one is the batchPairs ratio to CommandTransport (≤ 1.00, below) with mcpkeep's "+
 					"own part after the exit (exit → lost, ≤ 150 µs)", fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)))
 			default:
 				why += fmt.Sprintf("; CommandTransport took %s at p50 in this run", fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)))
@@ -186,7 +186,7 @@ func detectionRows(rep *Report, sr *stdioResult) {
 				fmtDur(x.pct(50)), fmtDur(sr.kernelGap.pct(50)+x.pct(50)), fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)),
 				waitFloor(sr.kernelGap.pct(50)+x.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)))
 			v, c := d.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)
-			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport (interleaved)", srv.name),
+			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport (batchPairs)", srv.name),
 				Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("CommandTransport %s; the cycles' own ratios: median %.3f", fmtDur(c), pairedDetect(srv.mk, srv.sdk)),
 				Ratio: fmtRatio(ms(v), ms(c)), Target: "ratio ≤ 1.00"}
 			row.Verdict, row.Reason = verdict(v <= c, why)
@@ -258,7 +258,7 @@ func recoveryRows(rep *Report, sr *stdioResult) {
 	rep.note(secRecovery, "in each of the plain server's crash cycles, the time from the fixture's exit (as the "+
 		"bench's own pidfd watcher sees it, section 1; the exit report where pidfds are missing) "+
 		"until a WaitForReady call of `echo` succeeds on the new generation, minus the policy's constant %s retry "+
-		"delay; beside it, interleaved cycle by cycle, a cold connect of the same server as a host without mcpkeep "+
+		"delay; beside it, batchPairs cycle by cycle, a cold connect of the same server as a host without mcpkeep "+
 		"would reconnect: transport.Stdio Open (spawn), mcp.Client.Connect (handshake) and tools/list, then (timed "+
 		"apart) its first `echo` call; and a second cold connect that lists prompts, resources and templates too, as "+
 		"the supervisor does, and its first call. Phases (p50 of each): exit → lost; lost → backing-off (close barrier: child "+
@@ -362,14 +362,15 @@ func signedDur(d time.Duration) string {
 
 func callRows(rep *Report, cr []callResult, cfg Config) {
 	for _, c := range cr {
-		r := c.ratio
-		rep.add(Row{Section: secCall, Metric: "time/op, " + c.name + " caller ctx (median; rounds min–max; ratio: median of the rounds' own)",
-			Mcpkeep: usRange(c.supervised), Comparison: "direct CallTool " + usRange(c.direct),
+		t := c.times
+		r := t.ratio
+		rep.add(Row{Section: secCall, Metric: "time/op, " + c.name + " caller ctx (median of interleaved batches, p10–p90; ratio: median of the pairs' own)",
+			Mcpkeep: usSpread(t.b), Comparison: "direct CallTool " + usSpread(t.a),
 			Ratio: fmt.Sprintf("%.3f", r), Target: "ratio ≤ 1.05",
-			Verdict: pickVerdict(r <= 1.05), Reason: fmt.Sprintf("the rounds' own ratios have a median of %.3f (the two medians' "+
-				"ratio %.3f): the median supervised round is %.1f µs/op slower; the rounds of each side spread over %.1f and %.1f µs",
-				r, c.supervised.nsPerOp/c.direct.nsPerOp, (c.supervised.nsPerOp-c.direct.nsPerOp)/1e3,
-				(c.supervised.nsMax-c.supervised.nsMin)/1e3, (c.direct.nsMax-c.direct.nsMin)/1e3)})
+			Verdict: pickVerdict(r <= 1.05), Reason: fmt.Sprintf("the pairs' own ratios have a median of %.3f (p25 %.3f, "+
+				"p75 %.3f over %d pairs of %d calls a side): the supervised call is %.1f µs/op slower at the median",
+				r, quantileOf(pairRatios(t), 0.25), quantileOf(pairRatios(t), 0.75), len(t.a), t.n,
+				(quantileOf(t.b, 0.5)-quantileOf(t.a, 0.5))/1e3)})
 		extra := c.supervised.allocsPerOp - c.direct.allocsPerOp
 		row := Row{Section: secCall, Metric: "allocs/op, " + c.name + " caller ctx",
 			Mcpkeep:    fmt.Sprintf("%.1f (%.0f B)", c.supervised.allocsPerOp, c.supervised.bytesPerOp),
@@ -386,17 +387,19 @@ func callRows(rep *Report, cr []callResult, cfg Config) {
 	}
 	rep.note(secCall, "call_bench_test.go's comparison through testing.Benchmark: one supervisor and one direct "+
 		"ClientSession (configured like the supervisor's, tools listed first), each over a transport.Memory server "+
-		"with the tool echo; %d alternating rounds (ABBA) of %s each: ns/op of the median round, allocations and bytes "+
-		"over all rounds' calls; the time ratio is the median of the rounds' own ratios (each round's supervised "+
-		"half over its direct half, run back to back), which a load drifting over the minutes of the rounds moves "+
-		"less than the ratio of the two medians. The direct client "+
+		"with the tool echo. Time: %s of alternating batches (ABBA), each batch about %s of calls on one side; "+
+		"the time ratio is the median of the pairs' own ratios (a pair's supervised batch over its direct batch, "+
+		"run within milliseconds of each other), which a load that comes and goes over seconds on a shared "+
+		"machine, or a garbage collection cycle, moves far less than rounds of a second each. Allocations and "+
+		"bytes: over all calls of %d alternating testing.Benchmark rounds of %s a side. The direct client "+
 		"carries the supervisor's identity (mcpkeep/%s) and capabilities (none declared, as a supervisor without "+
 		"host handlers): on protocol 2026-07-28 the server decodes clientInfo and the capabilities from every "+
 		"request's _meta, so either one differing shifts allocs/op (a one-byte version string decodes without "+
 		"allocating; the SDK's default roots capability costs 18 allocations a call). The background caller context "+
 		"can never be cancelled; the cancellable one can and is kept for every call, as a caller with a context of "+
 		"its own does; the fresh one is a new context.WithCancel per call on both sides (as the proxy's calls, each "+
-		"with its host request's context), made and cancelled around each call on both sides alike.", cfg.Rounds, cfg.BenchTime, mcpkeep.Version)
+		"with its host request's context), made and cancelled around each call on both sides alike.", time.Duration(cfg.Rounds)*cfg.BenchTime, batchTarget,
+		min(cfg.Rounds, allocRounds), cfg.BenchTime, mcpkeep.Version)
 }
 
 // allocReason explains a call variant's extra allocations.
@@ -413,9 +416,18 @@ func allocReason(variant string, extra float64) string {
 	return r
 }
 
-// usRange is "median µs (min–max)".
-func usRange(f benchFigures) string {
-	return fmt.Sprintf("%.1f µs (%.1f–%.1f)", f.nsPerOp/1e3, f.nsMin/1e3, f.nsMax/1e3)
+// usSpread is "median µs (p10–p90)" of per-op ns.
+func usSpread(ns []float64) string {
+	return fmt.Sprintf("%.1f µs (%.1f–%.1f)", quantileOf(ns, 0.5)/1e3, quantileOf(ns, 0.1)/1e3, quantileOf(ns, 0.9)/1e3)
+}
+
+// pairRatios are interleaveBatches' pairs' own ratios, b over a.
+func pairRatios(t batchPairs) []float64 {
+	rs := make([]float64, len(t.a))
+	for i := range t.a {
+		rs[i] = t.b[i] / t.a[i]
+	}
+	return rs
 }
 
 func pickVerdict(ok bool) string {
