@@ -134,6 +134,18 @@ func (sv *serving) run(in io.ReadCloser, out io.WriteCloser, sigs <-chan os.Sign
 		wait := resumeGCAfter(ctx, srv.Applied(), sv.resumeGC)
 		defer func() { cancel(); wait() }()
 	}
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		select {
+		case <-srv.Applied():
+			if _, err := warmUp(ctx, cfg); err != nil && ctx.Err() == nil { // warmup.go
+				sv.log.Debug("warm-up failed", slog.Any("err", err))
+			}
+		case <-ctx.Done():
+		}
+	}()
+	defer func() { cancel(); <-warmed }()
 	var served chan error
 	if sv.listen.addr == "" || sv.listen.stdio {
 		served = make(chan error, 1)

@@ -52,8 +52,9 @@ type Config struct {
 
 // Sections are the keys Config.Only accepts (a section's number works
 // too): detection and recovery run together; "stateless" is the
-// stateless front's rows of section 7 alone ("proxy" includes them).
-var Sections = []string{"detection", "recovery", "call", "soak", "scale", "fsm", "proxy", "relay", "startup", "binary", "stateless"}
+// stateless front's rows of section 7 alone ("proxy" includes them); "idle" is
+// the idle first call's rows of section 9 alone ("startup" includes them).
+var Sections = []string{"detection", "recovery", "call", "soak", "scale", "fsm", "proxy", "relay", "startup", "binary", "stateless", "idle"}
 
 // wants reports whether section key runs.
 func (c Config) wants(key string) bool {
@@ -191,7 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("scale: %w", err)
 		}
 	}
-	if cfg.wants("proxy") || cfg.wants("relay") || cfg.wants("startup") || cfg.wants("stateless") {
+	if cfg.wants("proxy") || cfg.wants("relay") || cfg.wants("startup") || cfg.wants("stateless") || cfg.wants("idle") {
 		dir, err := os.MkdirTemp("", "mcpkeep-bench-")
 		if err != nil {
 			return nil, err
@@ -239,6 +240,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if st, err = runStartup(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("startup: %w", err)
 			}
+		}
+		if cfg.wants("startup") || cfg.wants("idle") {
+			cfg.progress("section 9: the first call to an idle server")
 			if ic, err = runIdleCall(ctx, cfg, b); err != nil {
 				return nil, fmt.Errorf("idle first call: %w", err)
 			}
