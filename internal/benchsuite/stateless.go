@@ -88,7 +88,9 @@ func (c Config) statelessHosts() int {
 // statelessResult is the stateless front's figures.
 type statelessResult struct {
 	calls      [2]durations // one host: direct, through the front
+	bareCalls  [2]durations // one host: direct, through the bare HTTP relay (barehttp.go)
 	front      perCall      // in mcpkeep, per request
+	bare       perCall      // in the bare HTTP relay, per request
 	server     perCall      // in the server, per request, called directly
 	behind     perCall      // in the server, per request, behind the front
 	many       [2]durations // each call of statelessHosts hosts at once
@@ -109,36 +111,17 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 	// The server, with its probe.
 	sprobe := filepath.Join(b.dir, "stateless-server.probe")
 	saddr := filepath.Join(b.dir, "stateless-server.addr")
-	exe, err := os.Executable()
+	sa, stop, err := startSelf(ctx, "stateless server", saddr, envHTTPServer+"="+saddr, probe.Env+"="+sprobe)
 	if err != nil {
 		return nil, err
 	}
-	srv := exec.Command(exe, "-test.run=^$")
-	srv.Env = append(os.Environ(), envHTTPServer+"="+saddr, probe.Env+"="+sprobe)
-	stderr := &tail{}
-	srv.Stderr = stderr
-	stdin, err := srv.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		stdin.Close()
-		_ = srv.Wait()
-	}()
+	defer stop()
 	sp, err := waitProbe(ctx, sprobe)
 	if err != nil {
-		return nil, fmt.Errorf("stateless server: %w (stderr: %s)", err, stderr)
+		return nil, fmt.Errorf("stateless server: %w", err)
 	}
 	defer sp.close()
-	sa, err := waitProbe(ctx, saddr) // the server's own address, read the same way
-	if err != nil {
-		return nil, fmt.Errorf("stateless server: %w (stderr: %s)", err, stderr)
-	}
-	sa.close()
-	direct := httpPath{name: "direct", url: "http://" + sa.addr + "/mcp"}
+	direct := httpPath{name: "direct", url: "http://" + sa + "/mcp"}
 
 	// mcpkeep run in front of it.
 	addr, err := freeAddr()
@@ -158,6 +141,21 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 		return nil, fmt.Errorf("run --listen: %w (stderr: %s)", err, fstderr)
 	}
 	front := httpPath{name: "run --listen", url: "http://" + addr + "/mcp"}
+
+	// The bare HTTP relay in front of it (barehttp.go).
+	baddr := filepath.Join(b.dir, "bare-http-relay.addr")
+	bprobe := filepath.Join(b.dir, "bare-http-relay.probe")
+	ba, stopBare, err := startSelf(ctx, "bare HTTP relay", baddr, envHTTPRelay+"="+direct.url+" "+baddr, probe.Env+"="+bprobe)
+	if err != nil {
+		return nil, err
+	}
+	defer stopBare()
+	bpc, err := waitProbe(ctx, bprobe)
+	if err != nil {
+		return nil, fmt.Errorf("bare HTTP relay: %w", err)
+	}
+	defer bpc.close()
+	bare := httpPath{name: "bare HTTP relay", url: "http://" + ba + "/mcp"}
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-host", Version: "1.0.0"}, nil)
 	connect := func(p *httpPath) (*mcp.ClientSession, error) {
@@ -193,21 +191,27 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 	}
 	paths := [2]*httpPath{&direct, &front}
 	var one [2]*path
-	for i, p := range paths {
+	var bareOne *path
+	for i, p := range append(paths[:], &bare) {
 		cs, err := connect(p)
 		if err != nil {
 			return nil, err
 		}
 		defer cs.Close()
-		one[i] = &path{name: p.name, h: &host{cs: cs}}
+		pp := &path{name: p.name, h: &host{cs: cs}}
+		if i < 2 {
+			one[i] = pp
+		} else {
+			bareOne = pp
+		}
 		if p.tool != "echo" {
-			one[i].prefix = strings.TrimSuffix(p.tool, "echo")
+			pp.prefix = strings.TrimSuffix(p.tool, "echo")
 		}
 		if r := cs.InitializeResult(); r == nil || r.ProtocolVersion < "2026-07-28" {
 			return nil, fmt.Errorf("%s: the host negotiated %v, not 2026-07-28", p.name, r)
 		}
 		for range 50 {
-			if _, err := one[i].call(ctx, "echo", echoCall); err != nil {
+			if _, err := pp.call(ctx, "echo", echoCall); err != nil {
 				return nil, fmt.Errorf("%s warm-up: %w", p.name, err)
 			}
 		}
@@ -219,6 +223,9 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 		return time.Since(t0), err
 	}
 	if res.calls, err = interleave(one, max(cfg.ProxyCalls/2, 1), 100, timed); err != nil {
+		return nil, err
+	}
+	if res.bareCalls, err = interleave([2]*path{one[0], bareOne}, max(cfg.ProxyCalls/2, 1), 100, timed); err != nil {
 		return nil, err
 	}
 	n := max(cfg.ProxyCalls/4, 100)
@@ -234,6 +241,11 @@ func runStateless(ctx context.Context, cfg Config, b *proxyBuild) (*statelessRes
 		return nil, fmt.Errorf("run --listen: %w", err)
 	}
 	res.server, res.front, res.behind = d[0], f[0], f[1]
+	br, err := measurePer(n, echo(bareOne), bpc)
+	if err != nil {
+		return nil, fmt.Errorf("bare HTTP relay: %w", err)
+	}
+	res.bare = br[0]
 
 	// Many hosts at once, rounds ABBA.
 	res.hosts = cfg.statelessHosts()
@@ -309,6 +321,17 @@ func statelessRows(rep *Report, sr *statelessResult) {
 	rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("2026-07-28 stateless front over HTTP: echo through `run --listen` in front of a stateless go-sdk server, p50 / p99 (n=%d)", len(f)),
 		Mcpkeep: fmtDur(f.pct(50)) + " / " + fmtDur(f.pct(99)), Comparison: fmt.Sprintf("the server directly %s / %s (n=%d)", fmtDur(d.pct(50)), fmtDur(d.pct(99)), len(d)),
 		Ratio: signedDur(f.pct(50)-d.pct(50)) + " / " + signedDur(f.pct(99)-d.pct(99)), Target: "—", Verdict: Info})
+	if bd, bp := sr.bareCalls[0], sr.bareCalls[1]; len(bp) > 0 {
+		added, floor := f.pct(50)-d.pct(50), bp.pct(50)-bd.pct(50)
+		rep.add(Row{Section: secProxy, Metric: fmt.Sprintf("the floor of an HTTP hop: echo through a bare reverse proxy (httputil.ReverseProxy, no JSON-RPC), 2026-07-28, p50 / p99 (n=%d)", len(bp)),
+			Mcpkeep: fmtDur(bp.pct(50)) + " / " + fmtDur(bp.pct(99)), Comparison: "the server directly " + fmtDur(bd.pct(50)) + " / " + fmtDur(bd.pct(99)),
+			Ratio: signedDur(floor) + " / " + signedDur(bp.pct(99)-bd.pct(99)), Target: "—", Verdict: Info})
+		rep.add(Row{Section: secProxy, Metric: "the stateless front by part, p50: what any HTTP relay process adds (the bare reverse proxy) + mcpkeep's own work",
+			Mcpkeep: fmt.Sprintf("%s = %s + %s", signedDur(added), signedDur(floor), signedDur(added-floor)),
+			Comparison: fmt.Sprintf("per request, the front: %.1f allocations (%s) / %s CPU; the bare reverse proxy: %.1f (%s) / %s",
+				sr.front.allocs, fmtBytes(sr.front.bytes), fmtDur(sr.front.cpu), sr.bare.allocs, fmtBytes(sr.bare.bytes), fmtDur(sr.bare.cpu)),
+			Target: "—", Verdict: Info})
+	}
 	// "As cheap as the server's own" (issue 39): a relay does less than
 	// the server it relays to (no tool runs, no schema is checked), so its
 	// CPU and the bytes it allocates per request are held to the
@@ -336,9 +359,42 @@ func statelessRows(rep *Report, sr *statelessResult) {
 		"suite's binary run again) on a loopback port, and `mcpkeep run --url <it> --listen` (section 7's build) in front of it; "+
 		"go-sdk hosts over Streamable HTTP negotiate 2026-07-28 on both paths; the front answers their plain `tools/call` on its "+
 		"fast path over HTTP (docs/design.md §24: no SDK session per request, one JSON response). One host calls `echo` %d times per path in "+
-		"blocks of 100 (ABBA) after 50 warm-up calls; allocations and CPU per request are read from the probes around %d more "+
+		"blocks of 100 (ABBA) after 50 warm-up calls, then as many beside the same calls through a bare reverse proxy "+
+		"(httputil.ReverseProxy in a process of its own, internal/benchsuite/barehttp.go); allocations and CPU per request are read from the probes around %d more "+
 		"calls (an echo carries no requestState: sealing and opening it is a multi-round-trip call's cost, not measured here). "+
 		"Then %d hosts per path, each connected on its own, make %d calls each back to back, all at once, in %d rounds "+
 		"alternating the paths: calls per second of wall time and the p99 of every call.",
 		len(sr.calls[1]), max(len(sr.calls[1])/2, 100), sr.hosts, statelessCallsEach, sr.manyRounds)
+}
+
+// startSelf runs the suite's binary again with env added, as a server or
+// relay that writes its address to addrFile, and waits for that address.
+// stop ends it (its stdin closes).
+func startSelf(ctx context.Context, name, addrFile string, env ...string) (addr string, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stderr := &tail{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}
+	a, err := waitProbe(ctx, addrFile)
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("%s: %w (stderr: %s)", name, err, stderr)
+	}
+	a.close()
+	return a.addr, stop, nil
 }
