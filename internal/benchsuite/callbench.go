@@ -166,7 +166,7 @@ func pair(rounds int, a, b func(*testing.B), errp *error) (fa, fb benchFigures, 
 type callResult struct {
 	name               string // caller context variant
 	direct, supervised benchFigures
-	// times: direct (a) and supervised (b) in batchPairs batches; the
+	// times: direct (a) and supervised (b) in interleaved batches; the
 	// time ratio is times.ratio (interleaveBatches).
 	times batchPairs
 }
@@ -177,7 +177,7 @@ type callResult struct {
 const allocRounds = 2
 
 // runCalls is section 3: for each caller context variant, supervised Call
-// beside direct CallTool: their time/op in batchPairs batches
+// beside direct CallTool: their time/op in interleaved batches
 // (interleaveBatches), their allocations in testing.Benchmark rounds.
 func runCalls(ctx context.Context, cfg Config) ([]callResult, error) {
 	e, err := newCallEnv(ctx)

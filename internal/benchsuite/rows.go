@@ -27,7 +27,7 @@ func waitFloor(wait, c time.Duration) float64 {
 
 // pairedDetect is the median over crash cycles i of the supervisor's die →
 // lost over the CommandTransport detection run right after it (0 when
-// the two were not batchPairs one for one).
+// the two were not interleaved one for one).
 func pairedDetect(mk []crashSample, sdk []sdkResult) float64 {
 	if len(mk) != len(sdk) || len(mk) == 0 {
 		return 0
@@ -121,7 +121,7 @@ func detectionRows(rep *Report, sr *stdioResult) {
 			case sdkPick(srv.sdk, sdkDie).pct(50) > q.target:
 				why += fmt.Sprintf("; the SDK's own CommandTransport, which sees the loss at stdout's EOF without waiting "+
 					"for the exit, took %s at p50 in this run: the absolute target is under what any client took on this "+
-					"machine; the reachable one is the batchPairs ratio to CommandTransport (≤ 1.00, below) with mcpkeep's "+
+					"machine; the reachable one is the interleaved ratio to CommandTransport (≤ 1.00, below) with mcpkeep's "+
 					"own part after the exit (exit → lost, ≤ 150 µs)", fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)))
 			default:
 				why += fmt.Sprintf("; CommandTransport took %s at p50 in this run", fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)))
@@ -186,7 +186,7 @@ func detectionRows(rep *Report, sr *stdioResult) {
 				fmtDur(x.pct(50)), fmtDur(sr.kernelGap.pct(50)+x.pct(50)), fmtDur(sdkPick(srv.sdk, sdkDie).pct(50)),
 				waitFloor(sr.kernelGap.pct(50)+x.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)))
 			v, c := d.pct(50), sdkPick(srv.sdk, sdkDie).pct(50)
-			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport (batchPairs)", srv.name),
+			row := Row{Section: secDetect, Metric: fmt.Sprintf("die sent → lost, %s, p50, beside CommandTransport (interleaved)", srv.name),
 				Mcpkeep: fmtDur(v), Comparison: fmt.Sprintf("CommandTransport %s; the cycles' own ratios: median %.3f", fmtDur(c), pairedDetect(srv.mk, srv.sdk)),
 				Ratio: fmtRatio(ms(v), ms(c)), Target: "ratio ≤ 1.00"}
 			row.Verdict, row.Reason = verdict(v <= c, why)
@@ -258,7 +258,7 @@ func recoveryRows(rep *Report, sr *stdioResult) {
 	rep.note(secRecovery, "in each of the plain server's crash cycles, the time from the fixture's exit (as the "+
 		"bench's own pidfd watcher sees it, section 1; the exit report where pidfds are missing) "+
 		"until a WaitForReady call of `echo` succeeds on the new generation, minus the policy's constant %s retry "+
-		"delay; beside it, batchPairs cycle by cycle, a cold connect of the same server as a host without mcpkeep "+
+		"delay; beside it, interleaved cycle by cycle, a cold connect of the same server as a host without mcpkeep "+
 		"would reconnect: transport.Stdio Open (spawn), mcp.Client.Connect (handshake) and tools/list, then (timed "+
 		"apart) its first `echo` call; and a second cold connect that lists prompts, resources and templates too, as "+
 		"the supervisor does, and its first call. Phases (p50 of each): exit → lost; lost → backing-off (close barrier: child "+
