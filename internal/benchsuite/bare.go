@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"time"
 )
 
 // The floor of a hop (section 7): a process that only copies bytes
@@ -66,21 +65,25 @@ func bareRelayCmd(env ...string) *exec.Cmd {
 	return cmd
 }
 
-// bareHop times echo calls on direct beside the same calls through the
-// bare relay (a host session of its own), interleaved as the proxy's are.
-func bareHop(ctx context.Context, cfg Config, direct *path, timed func(*path, int) (time.Duration, error)) ([2]durations, error) {
+// hopBlock is how many calls each path makes in one block of the hop's
+// interleaved runs.
+const hopBlock = 100
+
+// openBare connects a host of its own to the fixture through the bare
+// relay and warms it up as the other paths are.
+func openBare(ctx context.Context) (*path, error) {
 	cctx, cancel := within(ctx)
 	defer cancel()
 	h, err := connectHost(cctx, bareRelayCmd(), "")
 	if err != nil {
-		return [2]durations{}, err
+		return nil, err
 	}
 	bare := &path{name: "bare relay", h: h}
-	defer h.close()
 	for range 50 {
 		if _, err := bare.call(ctx, "echo", echoCall); err != nil {
-			return [2]durations{}, fmt.Errorf("warm-up: %w", err)
+			h.close()
+			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	return interleave([2]*path{direct, bare}, max(cfg.ProxyCalls/2, 1), 100, timed)
+	return bare, nil
 }

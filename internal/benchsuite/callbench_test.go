@@ -97,3 +97,35 @@ func TestWaitFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestInterleaveN: three paths in blocks, forward then reversed (ABC CBA),
+// every path n samples; blockDiffs pairs whole blocks of two paths.
+func TestInterleaveN(t *testing.T) {
+	ps := []*path{{name: "a"}, {name: "b"}, {name: "c"}}
+	var order strings.Builder
+	calls := 0
+	out, err := interleaveN(ps, 5, 2, func(p *path, i int) (time.Duration, error) {
+		order.WriteString(p.name)
+		calls++
+		// b costs 5 more than c; a load that climbs with every call.
+		base := map[string]time.Duration{"a": 10, "b": 25, "c": 20}[p.name]
+		return base + time.Duration(calls), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := order.String(), "aabbcc"+"ccbbaa"+"abc"; got != want {
+		t.Errorf("order %q, want %q", got, want)
+	}
+	for i, d := range out {
+		if len(d) != 5 {
+			t.Errorf("path %d: %d samples, want 5", i, len(d))
+		}
+	}
+	// Block 0: b ran at calls 3-4, c at 5-6 (b-c = 5-2); block 1: c at
+	// 7-8, b at 9-10 (5+2). The fifth sample is no whole block.
+	got := blockDiffs(out[1], out[2], 2)
+	if len(got) != 2 || got[0] != 3 || got[1] != 7 {
+		t.Errorf("blockDiffs = %v, want [3 7]", got)
+	}
+}

@@ -422,11 +422,26 @@ func openPaths(ctx context.Context, b *proxyBuild, tag, protocol string) (direct
 // interleave runs f for each path in blocks of k, ABBA, until each ran n
 // times, and returns each path's durations.
 func interleave(paths [2]*path, n, k int, f func(*path, int) (time.Duration, error)) ([2]durations, error) {
-	var out [2]durations
+	out, err := interleaveN(paths[:], n, k, f)
+	if err != nil {
+		return [2]durations{}, err
+	}
+	return [2]durations{out[0], out[1]}, nil
+}
+
+// interleaveN is interleave for any number of paths: in blocks of k, the
+// paths in order on even blocks and in reverse on odd ones (ABC CBA), so
+// no path always runs first or last; sample i of every path belongs to
+// block i/k.
+func interleaveN(paths []*path, n, k int, f func(*path, int) (time.Duration, error)) ([]durations, error) {
+	out := make([]durations, len(paths))
+	order := make([]int, len(paths))
 	for blk := 0; len(out[0]) < n; blk++ {
-		order := [2]int{0, 1}
-		if blk%2 == 1 {
-			order = [2]int{1, 0}
+		for j := range order {
+			order[j] = j
+			if blk%2 == 1 {
+				order[j] = len(paths) - 1 - j
+			}
 		}
 		for _, i := range order {
 			for j := 0; j < k && len(out[i]) < n; j++ {
@@ -441,6 +456,18 @@ func interleave(paths [2]*path, n, k int, f func(*path, int) (time.Duration, err
 	return out, nil
 }
 
+// blockDiffs are the blocks' own differences of p50, a's less b's, for
+// samples taken by interleaveN in blocks of k: each block's halves ran
+// within a second of each other, so a load that drifts over the minutes
+// of all blocks moves both alike.
+func blockDiffs(a, b durations, k int) durations {
+	var out durations
+	for i := 0; i+k <= min(len(a), len(b)); i += k {
+		out = append(out, a[i:i+k].pct(50)-b[i:i+k].pct(50))
+	}
+	return out
+}
+
 // hopResult is section 7: echo calls through the proxy beside the direct
 // ones, and what each process spends per call.
 type hopResult struct {
@@ -448,7 +475,7 @@ type hopResult struct {
 	legacyProtocol string // ... by the hosts that pinned legacyProtocol
 	calls          [2]durations
 	legacyCalls    [2]durations
-	bareCalls      [2]durations // direct, and through the bare relay (bare.go)
+	bareCalls      [2]durations // direct (calls[0]), and through the bare relay (bare.go), in the same blocks
 	legacyProxy    perCall      // in the proxy, per relayed call of a legacy host
 	measured       int          // calls of the per-process figures
 	proxy          perCall      // in the proxy, per relayed call
@@ -510,14 +537,21 @@ func runProxyHop(ctx context.Context, cfg Config, b *proxyBuild, relay bool) (*h
 		_, err := p.call(ctx, "echo", echoCall)
 		return time.Since(t0), err
 	}
-	if res.calls, err = interleave(paths, cfg.ProxyCalls, 100, timed); err != nil {
+	// The bare relay (bare.go) in the same blocks as the proxy and the
+	// direct calls: the proxy's own share is then its p50 less the bare
+	// relay's, both beside the same direct calls.
+	bare, err := openBare(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bare relay: %w", err)
+	}
+	defer bare.h.close()
+	three, err := interleaveN([]*path{direct, proxied, bare}, cfg.ProxyCalls, hopBlock, timed)
+	if err != nil {
 		return nil, nil, err
 	}
-	if res.legacyCalls, err = interleave(legacy, max(cfg.ProxyCalls/2, 1), 100, timed); err != nil {
+	res.calls, res.bareCalls = [2]durations{three[0], three[1]}, [2]durations{three[0], three[2]}
+	if res.legacyCalls, err = interleave(legacy, max(cfg.ProxyCalls/2, 1), hopBlock, timed); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", legacyProtocol, err)
-	}
-	if res.bareCalls, err = bareHop(ctx, cfg, direct, timed); err != nil {
-		return nil, nil, fmt.Errorf("bare relay: %w", err)
 	}
 	cfg.progress("  proxy hop: %d + %d echo calls (%s), %d + %d (%s)", len(res.calls[0]), len(res.calls[1]), res.protocol,
 		len(res.legacyCalls[0]), len(res.legacyCalls[1]), res.legacyProtocol)
