@@ -30,12 +30,20 @@ func init() {
 // stdin and the child's stdout to stdout until the child exits.
 func bareRelay() int {
 	os.Unsetenv(envBareRelay)
+	return relayToSelf(nil, os.Stderr)
+}
+
+// relayToSelf runs this binary again with its arguments (its environment
+// now asks for the fixture; its stderr to stderr, nil: none), hands it
+// first, then copies stdin to the child's stdin and the child's stdout to
+// stdout until the child exits: the bare and the lazy relays' whole work.
+func relayToSelf(first []byte, stderr io.Writer) int {
 	exe, err := os.Executable()
 	if err != nil {
 		return 1
 	}
 	cmd := exec.Command(exe, os.Args[1:]...)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return 1
@@ -48,7 +56,9 @@ func bareRelay() int {
 		return 1
 	}
 	go func() {
-		_, _ = io.Copy(in, os.Stdin)
+		if _, err := in.Write(first); err == nil {
+			_, _ = io.Copy(in, os.Stdin)
+		}
 		in.Close() // the host hung up: so does the fixture's stdin
 	}()
 	_, _ = io.Copy(os.Stdout, out)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -40,39 +39,13 @@ func init() {
 // child's stdin and the child's stdout to stdout until the child exits.
 func lazyRelay() int {
 	os.Unsetenv(envLazyRelay)
-	exe, err := os.Executable()
-	if err != nil {
-		return 1
-	}
 	fmt.Fprintln(os.Stderr, lazyRelayReady)
 	first := make([]byte, 64<<10)
 	n, err := os.Stdin.Read(first)
 	if err != nil {
 		return 0 // the host went away before it said anything
 	}
-	cmd := exec.Command(exe, os.Args[1:]...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return 1
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 1
-	}
-	if err := cmd.Start(); err != nil {
-		return 1
-	}
-	go func() {
-		if _, err := in.Write(first[:n]); err == nil {
-			_, _ = io.Copy(in, os.Stdin)
-		}
-		in.Close() // the host hung up: so does the fixture's stdin
-	}()
-	_, _ = io.Copy(os.Stdout, out)
-	if err := cmd.Wait(); err != nil {
-		return 1
-	}
-	return 0
+	return relayToSelf(first[:n], nil) // its stderr is the ready line's, read no further
 }
 
 // lazyRelayCall starts the lazy relay, waits until it is ready, and then
