@@ -634,6 +634,9 @@ type handoff struct {
 	// bridge, when set, is an HTTP fast call still in flight: the
 	// handler's session adopts it and runs its first round (httpfast.go).
 	bridge *bridge
+	// endTrace, with bridge, ends the call's request span when the
+	// adopted round ends (docs/design.md §27); nil: nothing traces it.
+	endTrace func(json.RawMessage, error)
 }
 
 // put records v, unless its connection closed: a call that outlived its

@@ -180,8 +180,9 @@ func (s *Server) serveFastHTTP(w http.ResponseWriter, r *http.Request, next http
 		s.answerHTTP(w, r, next, fc, out)
 	case <-lateCh:
 		stop()
-		endTrace(nil, nil)
-		s.handBackHTTP(w, r, next, fc, handoff{bridge: b})
+		// The span goes on with the call: the adopting handler ends it
+		// with the round (tools.go: adopt).
+		s.handBackHTTP(w, r, next, fc, handoff{bridge: b, endTrace: endTrace})
 	}
 }
 
@@ -262,6 +263,9 @@ func (s *Server) handBackHTTP(w http.ResponseWriter, r *http.Request, next http.
 	// The SDK answered without the handler (the host went first): the
 	// outcome is dropped, and a call in flight ends with its bridge.
 	if h, ok := s.up.handoffs.drop(k); ok && h.bridge != nil {
+		if h.endTrace != nil {
+			h.endTrace(nil, context.Canceled) // the host went before its answer
+		}
 		s.up.host.bridges.close(h.bridge)
 	}
 }

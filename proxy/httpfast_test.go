@@ -174,7 +174,8 @@ func TestHTTPFastCallEndsWithItsHost(t *testing.T) {
 // testHTTPCallEndsWithItsHost: typed, every call takes the SDK's handler
 // (Options.TypedRelay), whose context must end with the host's request.
 func testHTTPCallEndsWithItsHost(t *testing.T, typed bool) {
-	r := newRig(t, Options{TypedRelay: typed}, "a")
+	rec := &recTracer{}
+	r := newRig(t, Options{TypedRelay: typed, Tracer: rec}, "a")
 	r.downstream = "2026-07-28"
 	r.serveHTTP()
 	r.waitApplied()
@@ -228,5 +229,34 @@ func testHTTPCallEndsWithItsHost(t *testing.T, typed bool) {
 			t.Fatalf("the server's call still runs after its host went (%d in flight)", r.srv.calls.count())
 		}
 		runtime.Gosched()
+	}
+	if typed {
+		return
+	}
+	// The fast path's request span went on with the call it handed over
+	// when its host went, and ended with it, cancelled (docs/design.md
+	// §27): one span, ended once, not ended as a success at the hand-over.
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var span []string
+	for i, e := range rec.events {
+		if strings.HasPrefix(e, "request tools/call a__sleep") {
+			span = rec.events[i:]
+		}
+	}
+	ends := 0
+	for _, e := range span {
+		if strings.HasPrefix(e, "request end") {
+			ends++
+			if !strings.Contains(e, "context canceled") {
+				t.Errorf("the sleep's span ended with %q, want the cancellation", e)
+			}
+		}
+		if strings.HasPrefix(e, "request tools/call") && e != span[0] {
+			t.Errorf("a second request span for the sleep: %q", span)
+		}
+	}
+	if ends != 1 {
+		t.Errorf("the sleep's span ended %d times, want once: %q", ends, span)
 	}
 }

@@ -187,7 +187,7 @@ func (u *upstream) handler(public string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if h, ok := u.handoffs.take(req.Params.Meta); ok {
 			if h.bridge != nil {
-				return u.adopt(ctx, req, h.bridge) // an HTTP fast call in flight (httpfast.go)
+				return u.adopt(ctx, req, h) // an HTTP fast call in flight (httpfast.go)
 			}
 			return h.res, h.err // the fast path's call, handed back (fast.go)
 		}
@@ -331,12 +331,22 @@ func (u *upstream) exposedTool(public string) (tools.Tool, string, bool) {
 // adopt makes req's session the host of an HTTP fast call's bridge whose
 // server asked the host for input (or whose host went) and runs its first
 // round, as the typed path runs it (handler).
-func (u *upstream) adopt(ctx context.Context, req *mcp.CallToolRequest, b *bridge) (*mcp.CallToolResult, error) {
+func (u *upstream) adopt(ctx context.Context, req *mcp.CallToolRequest, h handoff) (*mcp.CallToolResult, error) {
+	b := h.bridge
 	bs := &u.host.bridges
 	b.setRound(ctx, req.Session, u.host.progressRelay(ctx, req), requestLevel(req))
 	out, final := bs.round(ctx, b)
 	u.host.flush(ctx, req.Session)
 	res, err := out.typed()
+	if h.endTrace != nil {
+		// The span the fast path started ends with the round it handed
+		// over (docs/design.md §27), its outcome as the server gave it.
+		terr := out.err
+		if terr == nil && out.raw == nil && res != nil && res.IsError {
+			terr = mcpkeep.ErrToolResult // a typed outcome (a raw one is read by endTrace)
+		}
+		h.endTrace(out.raw, terr)
+	}
 	if !final {
 		return res, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,5 +154,65 @@ func TestTraceContextReachesServer(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestHandedBackCallIsOneSpan: a call the fast path relays and then hands
+// back to the SDK's server (a result it cannot vouch for) is one request
+// span, not the fast path's and the SDK handler's (docs/design.md §27).
+func TestHandedBackCallIsOneSpan(t *testing.T) {
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			rec := &recTracer{}
+			r := newRig(t, Options{Tracer: rec}, "a")
+			m := r.mems["a"]
+			prev := m.Serve
+			m.Serve = func(gen uint64, s *mcp.Server) {
+				prev(gen, s)
+				s.AddTool(&mcp.Tool{Name: "res", InputSchema: objectSchema},
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						// An embedded resource: not plain (fastcheck.go).
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{
+							Resource: &mcp.ResourceContents{URI: "file:///x", Text: "x"}}}}, nil
+					})
+			}
+			cs := r.host(era, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+			defer cancel()
+			var handed uint64
+			for i := range 3 { // on 2026-07-28 the first call may go typed
+				handed = r.srv.fast.handedBack.Load()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__res", Arguments: map[string]any{}})
+				if err != nil || res.IsError {
+					t.Fatalf("call %d: %v %v", i, err, res)
+				}
+				if r.srv.fast.handedBack.Load() == handed+1 {
+					break
+				}
+				if i == 2 {
+					t.Fatal("no call was handed back by the fast path")
+				}
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			starts, ends := 0, 0
+			for _, e := range rec.events {
+				starts += strings.Count(e, "request tools/call")
+				ends += strings.Count(e, "request end")
+			}
+			if starts != ends {
+				t.Errorf("%d request spans started, %d ended: %q", starts, ends, rec.events)
+			}
+			// Each call is one request span: count the calls made.
+			made := 0
+			for _, e := range rec.events {
+				if strings.HasPrefix(e, "attempt ") {
+					made++
+				}
+			}
+			if starts != made {
+				t.Errorf("%d request spans for %d calls sent: %q", starts, made, rec.events)
+			}
+		})
 	}
 }
