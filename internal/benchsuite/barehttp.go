@@ -44,9 +44,16 @@ func bareHTTPRelay(v string) int {
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.URL.Path = u.Path },
 		FlushInterval: -1,
 	}
+	return serveLoopback("bare HTTP relay", addrFile, rp)
+}
+
+// serveLoopback serves h on a free loopback port, writes the address to
+// addrFile (whole, by a rename) for startSelf to read, and exits when
+// stdin ends: the stateless server's and the bare HTTP relay's life.
+func serveLoopback(name, addrFile string, h http.Handler) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bare HTTP relay:", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		return 1
 	}
 	go func() {
@@ -59,6 +66,6 @@ func bareHTTPRelay(v string) int {
 	if err := os.Rename(addrFile+".tmp", addrFile); err != nil {
 		return 1
 	}
-	_ = http.Serve(ln, rp)
+	_ = http.Serve(ln, h)
 	return 1
 }

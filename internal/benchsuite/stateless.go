@@ -3,8 +3,6 @@ package benchsuite
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -47,23 +45,7 @@ func serveStateless(addrFile string) int {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stateless server:", err)
-		return 1
-	}
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	if err := os.WriteFile(addrFile+".tmp", []byte(ln.Addr().String()), 0o644); err != nil {
-		return 1
-	}
-	if err := os.Rename(addrFile+".tmp", addrFile); err != nil {
-		return 1
-	}
-	_ = http.Serve(ln, h)
-	return 1
+	return serveLoopback("stateless server", addrFile, h)
 }
 
 // The stateless front's per-request targets, against the server's own
