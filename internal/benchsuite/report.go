@@ -77,6 +77,18 @@ type Report struct {
 	// Notes explain, section by section, how each figure was measured.
 	Notes []Note
 	Wall  time.Duration
+	// Steal is the share of the machine's CPU time a hypervisor gave to
+	// other guests during the run (Linux's steal time), -1 unknown: on a
+	// shared host it is what moves the figures from run to run.
+	Steal float64
+}
+
+// stealText is Steal as the report prints it.
+func (r *Report) stealText() string {
+	if r.Steal < 0 {
+		return "not known (no /proc/stat)"
+	}
+	return fmt.Sprintf("%.1f%%", 100*r.Steal)
 }
 
 // Note is a section's method, in prose.
@@ -114,7 +126,7 @@ func (r *Report) WriteText(w io.Writer) {
 			row.Comparison, row.Ratio, row.Target, row.verdictText())
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nwall time: %s\n", r.Wall.Round(time.Second))
+	fmt.Fprintf(w, "\nwall time: %s; CPU time stolen by the hypervisor: %s\n", r.Wall.Round(time.Second), r.stealText())
 	if miss := r.Missed(); len(miss) > 0 {
 		fmt.Fprintf(w, "%d target(s) missed:\n", len(miss))
 		for _, row := range miss {
@@ -144,6 +156,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "| OS | %s |\n", mdCell(m.OS))
 	fmt.Fprintf(w, "| date | %s |\n", m.Date.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(w, "| wall time of the run | %s |\n", r.Wall.Round(time.Second))
+	fmt.Fprintf(w, "| CPU time stolen by the hypervisor during the run | %s |\n", r.stealText())
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "## Results")
 	fmt.Fprintln(w)

@@ -130,7 +130,7 @@ const (
 // Run runs every section and returns the report. It needs the fixture
 // re-exec: the program's main must call fixture.RunIfChild first.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), readCPUTimes()
 	rep := &Report{Machine: DescribeMachine()}
 	if f := flag.Lookup("test.benchtime"); f != nil && cfg.BenchTime > 0 {
 		if err := f.Value.Set(cfg.BenchTime.String()); err != nil {
@@ -305,6 +305,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if br != nil {
 		binaryRows(rep, br)
 	}
-	rep.Wall = time.Since(t0)
+	rep.Wall, rep.Steal = time.Since(t0), stealBetween(cpu0, readCPUTimes())
 	return rep, nil
 }
