@@ -60,7 +60,7 @@ func runIdleCall(ctx context.Context, cfg Config, b *proxyBuild) (*idleCallResul
 	}
 	// A cheap row (a process start and a call each): more runs than the
 	// fleet's, so its median holds still.
-	runs := max(cfg.StartupRuns, 8*cfg.StartupRuns+1)
+	runs := max(cfg.StartupRuns, 6*cfg.StartupRuns-1)
 	for i := range runs {
 		cctx, cancel := within(ctx)
 		tracePath := filepath.Join(b.dir, fmt.Sprintf("idle-trace-%d.jsonl", i))

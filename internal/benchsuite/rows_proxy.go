@@ -149,10 +149,15 @@ func startupRows(rep *Report, st *startupResult) {
 		Target:     "—", Verdict: Info})
 	if w := st.warm; w != nil && len(w.proxy) > 0 {
 		wp, cold := w.proxy.pct(50), p
-		row := Row{Section: secStartup, Metric: fmt.Sprintf("warm catalog cache, %d servers: start → initialize and first complete tools/list, p50 (%d runs)", st.n, len(w.proxy)),
+		// Each run times the direct fleet and the warm proxy within
+		// seconds of each other: the runs' own ratios are what a load that
+		// drifts over the minutes of all runs moves least (as the idle
+		// row's).
+		ratio := medianOf(runRatios(w.proxy, st.direct))
+		row := Row{Section: secStartup, Metric: fmt.Sprintf("warm catalog cache, %d servers: start → initialize and first complete tools/list, p50 (%d runs; ratio: median of the runs' own)", st.n, len(w.proxy)),
 			Mcpkeep: fmtDur(wp), Comparison: fmt.Sprintf("slowest of %d direct cold connects at once %s", st.n, fmtDur(d)),
-			Ratio: fmtRatio(ms(wp), ms(d)), Target: "ratio ≤ 0.25"}
-		row.Verdict, row.Reason = verdict(ms(wp) <= 0.25*ms(d), fmt.Sprintf("initialize answered at %s, the first "+
+			Ratio: fmt.Sprintf("%.3f", ratio), Target: "ratio ≤ 0.25"}
+		row.Verdict, row.Reason = verdict(ratio <= 0.25, fmt.Sprintf("initialize answered at %s, the first "+
 			"tools/list complete in %d of %d runs: both come from the cache; no server starts before the host has "+
 			"its first complete list (docs/design.md §20). Of the %s: the binary's own start (`mcpkeep version`, "+
 			"spawn to exit) %s; the registration of %d cached catalogs (%d tools, each schema encoded and decoded "+

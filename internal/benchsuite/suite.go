@@ -102,7 +102,7 @@ func Default() Config {
 		ProxyCalls:           1500,
 		RelayCalls:           200,
 		StartupServers:       50,
-		StartupRuns:          5,
+		StartupRuns:          7,
 		DemoFreshCache:       true,
 	}
 }
