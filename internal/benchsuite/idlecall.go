@@ -150,7 +150,7 @@ func idleCallRows(rep *Report, r *idleCallResult) {
 	ratio, floor, ownShare := medianOf(runRatios(r.proxy, r.direct)), medianOf(runRatios(r.lazy, r.direct)), runDiffs(r.proxy, r.lazy).pct(50)
 	row := Row{Section: secStartup, Metric: fmt.Sprintf("first call to an idle lazy server (cached, not running), p50 (%d runs; ratio: median of the runs' own)", len(r.proxy)),
 		Mcpkeep: fmtDur(p), Comparison: "a host's cold connect and its first call " + fmtDur(d),
-		Ratio: fmt.Sprintf("%.3f", ratio), Target: "ratio ≤ 1.10"}
+		Ratio: ratioAgainst(ratio, 1.10), Target: "ratio ≤ 1.10"}
 	row.Verdict, row.Reason = verdict(ratio <= 1.10, fmt.Sprintf("the protocol is the direct host's (discover or "+
 		"initialize, the listen, then the call: the lists follow the call's answer, docs/design.md §20); a relay that "+
 		"only starts the fixture at the host's first bytes and copies bytes (the lazy relay row) costs %s, %.3f× the "+

@@ -366,7 +366,7 @@ func callRows(rep *Report, cr []callResult, cfg Config) {
 		r := t.ratio
 		rep.add(Row{Section: secCall, Metric: "time/op, " + c.name + " caller ctx (median of interleaved batches, p10–p90; ratio: median of the pairs' own)",
 			Mcpkeep: usSpread(t.b), Comparison: "direct CallTool " + usSpread(t.a),
-			Ratio: fmt.Sprintf("%.3f", r), Target: "ratio ≤ 1.05",
+			Ratio: ratioAgainst(r, 1.05), Target: "ratio ≤ 1.05",
 			Verdict: pickVerdict(r <= 1.05), Reason: fmt.Sprintf("the pairs' own ratios have a median of %.3f (p25 %.3f, "+
 				"p75 %.3f over %d pairs of %d calls a side): the supervised call is %.1f µs/op slower at the median",
 				r, quantileOf(pairRatios(t), 0.25), quantileOf(pairRatios(t), 0.75), len(t.a), t.n,

@@ -156,7 +156,7 @@ func startupRows(rep *Report, st *startupResult) {
 		ratio := medianOf(runRatios(w.proxy, st.direct))
 		row := Row{Section: secStartup, Metric: fmt.Sprintf("warm catalog cache, %d servers: start → initialize and first complete tools/list, p50 (%d runs; ratio: median of the runs' own)", st.n, len(w.proxy)),
 			Mcpkeep: fmtDur(wp), Comparison: fmt.Sprintf("slowest of %d direct cold connects at once %s", st.n, fmtDur(d)),
-			Ratio: fmt.Sprintf("%.3f", ratio), Target: "ratio ≤ 0.25"}
+			Ratio: ratioAgainst(ratio, 0.25), Target: "ratio ≤ 0.25"}
 		row.Verdict, row.Reason = verdict(ratio <= 0.25, fmt.Sprintf("initialize answered at %s, the first "+
 			"tools/list complete in %d of %d runs: both come from the cache; no server starts before the host has "+
 			"its first complete list (docs/design.md §20). Of the %s: the binary's own start (`mcpkeep version`, "+

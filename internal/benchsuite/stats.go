@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -99,4 +100,17 @@ func fmtRatio(a, b float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.3f", a/b)
+}
+
+// ratioAgainst prints a ratio to three decimals, or to as many more as
+// tell it apart from target when three would print the target itself
+// (1.1003 against ≤ 1.10 is a miss, and must not read "1.100").
+func ratioAgainst(r, target float64) string {
+	for d := 3; d < 8; d++ {
+		s := strconv.FormatFloat(r, 'f', d, 64)
+		if v, _ := strconv.ParseFloat(s, 64); (v <= target) == (r <= target) {
+			return s
+		}
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }

@@ -33,3 +33,22 @@ func TestSteal(t *testing.T) {
 		t.Errorf("stealText of unknown = %q", got)
 	}
 }
+
+// TestRatioAgainst: a ratio prints to three decimals unless they would
+// read as the target it misses (or meets).
+func TestRatioAgainst(t *testing.T) {
+	for _, c := range []struct {
+		r, target float64
+		want      string
+	}{
+		{1.0341, 1.05, "1.034"},
+		{1.1003, 1.10, "1.1003"},
+		{1.09996, 1.10, "1.100"}, // met, and reads as met
+		{0.2571, 0.25, "0.257"},
+		{0.25, 0.25, "0.250"},
+	} {
+		if got := ratioAgainst(c.r, c.target); got != c.want {
+			t.Errorf("ratioAgainst(%v, %v) = %q, want %q", c.r, c.target, got, c.want)
+		}
+	}
+}
