@@ -2320,13 +2320,7 @@ func TestR34StaleGenerationRequestIsRefused(t *testing.T) {
 		r.settle()
 		close(gate)
 		r.settle()
-		for range 5 {
-			if r.state() == fsm.Established {
-				break
-			}
-			r.advance(time.Second)
-		}
-		r.wantState(fsm.Established)
+		r.reestablish()
 		for range 2 {
 			if err := <-serverGot; err == nil {
 				t.Fatal("gen 1's server got an answer from a generation that had ended")
@@ -2459,13 +2453,7 @@ func TestR35ProgressAfterItsCallEnded(t *testing.T) {
 		if got := r.host.named("progress"); len(got) != 1 {
 			t.Fatalf("the ended generation's progress reached the host: %q", got)
 		}
-		for range 5 {
-			if r.state() == fsm.Established {
-				break
-			}
-			r.advance(time.Second)
-		}
-		r.wantState(fsm.Established)
+		r.reestablish()
 		if err := r.dispose(); err != nil {
 			t.Fatal(err)
 		}

@@ -146,6 +146,20 @@ func (h *harness) advance(d time.Duration) {
 
 func (h *harness) state() fsm.State { return h.sup.State().State }
 
+// reestablish advances the clock a second at a time, at most five times,
+// until the supervisor is established again after a loss, and fails the
+// test if it is not.
+func (h *harness) reestablish() {
+	h.t.Helper()
+	for range 5 {
+		if h.state() == fsm.Established {
+			break
+		}
+		h.advance(time.Second)
+	}
+	h.wantState(fsm.Established)
+}
+
 func (h *harness) wantState(want fsm.State) {
 	h.t.Helper()
 	if got := h.state(); got != want {

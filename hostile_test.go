@@ -115,13 +115,7 @@ func TestHostileMultiRoundTripNotReplayed(t *testing.T) {
 		synctest.Wait()
 		close(release)
 		r.settle()
-		for range 5 {
-			if r.state() == fsm.Established {
-				break
-			}
-			r.advance(time.Second)
-		}
-		r.wantState(fsm.Established)
+		r.reestablish()
 		var err error
 		select {
 		case err = <-errc:

@@ -6,9 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
-	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,13 +69,7 @@ func TestMultiRoundTripReadOnlyNotReplayed(t *testing.T) {
 						close(release)
 					}
 					r.settle()
-					for range 5 {
-						if r.state() == fsm.Established {
-							break
-						}
-						r.advance(time.Second)
-					}
-					r.wantState(fsm.Established)
+					r.reestablish()
 					res := resultOf(t, out)
 					if n := asked.Load(); n != 1 {
 						t.Fatalf("the person was asked %d times, want 1 (the call was replayed); call = %v", n, res.err)
@@ -135,13 +127,7 @@ func TestMultiRoundTripLostWhileAskedNotReplayed(t *testing.T) {
 				}
 				r.mem.Gen(1).Kill()
 				r.settle()
-				for range 5 {
-					if r.state() == fsm.Established {
-						break
-					}
-					r.advance(time.Second)
-				}
-				r.wantState(fsm.Established)
+				r.reestablish()
 				res := resultOf(t, out)
 				if !errors.Is(res.err, ErrConnectionLost) {
 					t.Fatalf("call = %v, want ErrConnectionLost", res.err)

@@ -105,11 +105,7 @@ func modernCall(name string) map[string]any {
 func TestModernHeadersValidated(t *testing.T) {
 	r := newRig(t, Options{}, "a")
 	r.downstream = legacyVersion
-	h, err := r.srv.Handler(HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.waitApplied()
+	h := r.handler()
 	good := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "a__echo"}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}

@@ -594,8 +594,18 @@ func (c *fastConn) handOff(fr fastReq, out outcome) {
 
 // withMetaKey is params with _meta[key] = value.
 func withMetaKey(params json.RawMessage, key, value string) (json.RawMessage, error) {
+	return editMeta(params, func(meta map[string]json.RawMessage) {
+		v, _ := json.Marshal(value)
+		meta[key] = v
+	})
+}
+
+// editMeta returns the JSON object obj (null: an empty one) with its
+// _meta object (made when absent or null) changed by edit; every other
+// member and every other _meta value stays as it was written.
+func editMeta(obj json.RawMessage, edit func(meta map[string]json.RawMessage)) (json.RawMessage, error) {
 	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil {
+	if err := json.Unmarshal(obj, &p); err != nil {
 		return nil, err
 	}
 	if p == nil {
@@ -610,8 +620,7 @@ func withMetaKey(params json.RawMessage, key, value string) (json.RawMessage, er
 	if meta == nil {
 		meta = map[string]json.RawMessage{}
 	}
-	v, _ := json.Marshal(value)
-	meta[key] = v
+	edit(meta)
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err

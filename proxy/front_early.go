@@ -71,13 +71,18 @@ func (s *Server) startEarly(ctx context.Context, first jsonrpc.Message) (deadlin
 	deadline = s.initDeadline()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
-	select {
-	case <-s.applied:
-	case <-t.C:
-		return deadline, true
-	case <-ctx.Done():
-		return deadline, true
-	case <-s.ctx.Done():
+	// woken reports whether ch closed before the wait ended.
+	woken := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		case <-t.C:
+		case <-ctx.Done():
+		case <-s.ctx.Done():
+		}
+		return false
+	}
+	if !woken(s.applied) {
 		return deadline, true
 	}
 	// The mirrors may still be delivering what the apply registered
@@ -87,16 +92,7 @@ func (s *Server) startEarly(ctx context.Context, first jsonrpc.Message) (deadlin
 	s.mu.Unlock()
 	for {
 		done, next := s.mirrors.caughtUp(s.set, catalog, names)
-		if done {
-			return deadline, true
-		}
-		select {
-		case <-next:
-		case <-t.C:
-			return deadline, true
-		case <-ctx.Done():
-			return deadline, true
-		case <-s.ctx.Done():
+		if done || !woken(next) {
 			return deadline, true
 		}
 	}

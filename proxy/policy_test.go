@@ -91,13 +91,7 @@ func newPolicyRig(t *testing.T, opts Options, top map[string]any, extra map[stri
 		return r.mems[sc.Name], nil
 	}
 	r.srv = New(mustConfig(t, cfg), opts)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
-		defer cancel()
-		if err := r.srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	shutdownAtCleanup(t, r.srv, "Shutdown")
 	return r
 }
 

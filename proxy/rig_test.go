@@ -87,14 +87,21 @@ func newRigWith(t *testing.T, opts Options, extra map[string]map[string]any, nam
 		return m, nil
 	}
 	r.srv = New(cfg, opts)
+	shutdownAtCleanup(t, r.srv, "Shutdown")
+	return r
+}
+
+// shutdownAtCleanup shuts srv down when the test ends, and fails the test
+// if that does not end in order within testDeadline; what names srv in
+// the failure.
+func shutdownAtCleanup(t *testing.T, srv *Server, what string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 		defer cancel()
-		if err := r.srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("%s: %v", what, err)
 		}
 	})
-	return r
 }
 
 func mustConfig(t *testing.T, v map[string]any) *config.Config {
@@ -146,6 +153,17 @@ func (r *rig) httpHost(url, era string, opts *mcp.ClientOptions) *mcp.ClientSess
 	}
 	r.t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// handler is the rig's Server's HTTP handler, once its first apply ended.
+func (r *rig) handler() http.Handler {
+	r.t.Helper()
+	h, err := r.srv.Handler(HTTPOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.waitApplied()
+	return h
 }
 
 // serveHTTP serves the rig's Server on an httptest server.

@@ -95,11 +95,7 @@ func taskToolRig(t *testing.T, stdio bool) *rig {
 // (tasks-required-task-error's sep-2663-server-returns-missing-capability-when-required).
 func TestTasksToolPolicy(t *testing.T) {
 	r := taskToolRig(t, false)
-	h, err := r.srv.Handler(HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.waitApplied()
+	h := r.handler()
 	for _, c := range []struct {
 		name  string
 		args  map[string]any

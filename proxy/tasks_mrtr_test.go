@@ -450,18 +450,8 @@ func lossRig(t *testing.T) (*rig, http.Handler, *mrtrUpstream) {
 	r.srv = New(cfg, Options{Pool: mcpkeep.PoolOptions{Opener: func(config.Server) (transport.Opener, error) {
 		return pinned{m, modernVersion}, nil
 	}}})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
-		defer cancel()
-		if err := r.srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	h, err := r.srv.Handler(HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.waitApplied()
+	shutdownAtCleanup(t, r.srv, "Shutdown")
+	h := r.handler()
 	return r, h, u
 }
 

@@ -317,30 +317,15 @@ func (r *relayedResult) MarshalJSON() ([]byte, error) {
 	if len(r.Meta) == 0 {
 		return r.raw, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.raw, &m); err != nil {
-		return nil, err
-	}
-	var meta map[string]any
-	if len(m["_meta"]) > 0 {
-		if err := json.Unmarshal(m["_meta"], &meta); err != nil {
-			return nil, err
+	var err error
+	out, eerr := editMeta(r.raw, func(meta map[string]json.RawMessage) {
+		for k, v := range r.Meta {
+			if _, ok := meta[k]; !ok && err == nil {
+				meta[k], err = json.Marshal(v)
+			}
 		}
-	}
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	for k, v := range r.Meta {
-		if _, ok := meta[k]; !ok {
-			meta[k] = v
-		}
-	}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return nil, err
-	}
-	m["_meta"] = b
-	return json.Marshal(m)
+	})
+	return out, errors.Join(eerr, err)
 }
 
 // withTaskID is the result raw with its taskId replaced by id.

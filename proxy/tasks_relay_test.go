@@ -110,18 +110,8 @@ func newRelayRig(t *testing.T, version string, gens int, extra map[string]any, o
 		"reconnect": map[string]any{"initialDelayMs": 10, "maxDelayMs": 50, "maxAttempts": 3}})
 	opts.Pool.Opener = func(config.Server) (transport.Opener, error) { return rr.open, nil }
 	out := &rig{t: t, srv: New(cfg, opts)}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
-		defer cancel()
-		if err := out.srv.Shutdown(ctx); err != nil {
-			t.Errorf("outer Shutdown: %v", err)
-		}
-	})
-	h, err := out.srv.Handler(HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.waitApplied()
+	shutdownAtCleanup(t, out.srv, "outer Shutdown")
+	h := out.handler()
 	rr.outer, rr.h = out, h
 	return rr
 }

@@ -137,11 +137,7 @@ func TestUnaskedTaskOverHTTP(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			r := rogueRig(t, Options{}, map[string]any{"tasks": map[string]any{"mode": "always"}})
 			r.downstream = era
-			h, err := r.srv.Handler(HTTPOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.waitApplied()
+			h := r.handler()
 			served := r.srv.fast.served.Load()
 			jcode, res := callTool(t, h, "files__rogue", map[string]any{}, false)
 			isErr, _ := res["isError"].(bool)

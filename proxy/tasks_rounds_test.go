@@ -25,11 +25,7 @@ func roundRig(t *testing.T, clk clock.Clock) (*rig, http.Handler) {
 		"e": {"tasks": map[string]any{"mode": "auto", "graceMs": 1000, "ttlMs": 60000}},
 	}, "e")
 	r.downstream = legacyVersion
-	h, err := r.srv.Handler(HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.waitApplied()
+	h := r.handler()
 	return r, h
 }
 

@@ -25,11 +25,7 @@ func taskRig(t *testing.T) (*rig, http.Handler) {
 		"c": {"tasks": map[string]any{"mode": "never"}},
 	}, "a", "b", "c")
 	r.downstream = legacyVersion
-	h, err := r.srv.Handler(HTTPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.waitApplied()
+	h := r.handler()
 	return r, h
 }
 

@@ -122,7 +122,7 @@ func runIdleCall(ctx context.Context, cfg Config, b *proxyBuild) (*idleCallResul
 // it, the way ownTarget is the hop's.
 const idleOwnTarget = 3 * time.Millisecond
 
-// runRatios are the runs' own ratios a[i] / b[i], sorted.
+// runRatios are the runs' own ratios a[i] / b[i].
 func runRatios(a, b durations) []float64 {
 	rs := make([]float64, 0, min(len(a), len(b)))
 	for i := range min(len(a), len(b)) {

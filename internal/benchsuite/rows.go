@@ -363,13 +363,13 @@ func signedDur(d time.Duration) string {
 func callRows(rep *Report, cr []callResult, cfg Config) {
 	for _, c := range cr {
 		t := c.times
-		r := t.ratio
+		r, prs := t.ratio, pairRatios(t)
 		rep.add(Row{Section: secCall, Metric: "time/op, " + c.name + " caller ctx (median of interleaved batches, p10–p90; ratio: median of the pairs' own)",
 			Mcpkeep: usSpread(t.b), Comparison: "direct CallTool " + usSpread(t.a),
 			Ratio: ratioAgainst(r, 1.05), Target: "ratio ≤ 1.05",
 			Verdict: pickVerdict(r <= 1.05), Reason: fmt.Sprintf("the pairs' own ratios have a median of %.3f (p25 %.3f, "+
 				"p75 %.3f over %d pairs of %d calls a side): the supervised call is %.1f µs/op slower at the median",
-				r, quantileOf(pairRatios(t), 0.25), quantileOf(pairRatios(t), 0.75), len(t.a), t.n,
+				r, quantileOf(prs, 0.25), quantileOf(prs, 0.75), len(t.a), t.n,
 				(quantileOf(t.b, 0.5)-quantileOf(t.a, 0.5))/1e3)})
 		extra := c.supervised.allocsPerOp - c.direct.allocsPerOp
 		row := Row{Section: secCall, Metric: "allocs/op, " + c.name + " caller ctx",

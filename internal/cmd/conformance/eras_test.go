@@ -88,13 +88,22 @@ func TestMustPassFile(t *testing.T) {
 // still disagree as the suite meant), and leaves other methods and a
 // missing header alone.
 func TestShimNameHeader(t *testing.T) {
-	s := &shim{prefix: "ev__"}
-	for _, c := range []struct{ method, name, want string }{
+	checkNameHeader(t, &shim{prefix: "ev__"}, []nameHeaderCase{
 		{"tools/call", "add", "ev__add"},
 		{"prompts/get", " greet ", "ev__greet"},
 		{"resources/read", "file:///x", "file:///x"},
 		{"tools/call", "", ""},
-	} {
+	})
+}
+
+// nameHeaderCase is a request's Mcp-Method and Mcp-Name ("" for none),
+// and the Mcp-Name the shim should send on.
+type nameHeaderCase struct{ method, name, want string }
+
+// checkNameHeader runs s.nameHeader on each case's headers.
+func checkNameHeader(t *testing.T, s *shim, cases []nameHeaderCase) {
+	t.Helper()
+	for _, c := range cases {
 		h := http.Header{}
 		h.Set("Mcp-Method", c.method)
 		if c.name != "" {

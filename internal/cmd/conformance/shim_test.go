@@ -73,8 +73,7 @@ func TestShimRequestTwoServers(t *testing.T) {
 // body's prefix; a tasks/* Mcp-Name (a task id) and a request without one
 // keep theirs.
 func TestShimNameHeaderTwoServers(t *testing.T) {
-	s := &shim{prefix: "ev__", owned: tasksOwned}
-	for _, c := range []struct{ method, name, want string }{
+	checkNameHeader(t, &shim{prefix: "ev__", owned: tasksOwned}, []nameHeaderCase{
 		{"tools/call", "greet", "tk__greet"},
 		{"tools/call", " slow_compute ", "tk__slow_compute"},
 		{"tools/call", "test_simple_text", "ev__test_simple_text"},
@@ -82,17 +81,7 @@ func TestShimNameHeaderTwoServers(t *testing.T) {
 		{"tasks/get", "greet", "greet"},
 		{"tasks/update", "0f3a", "0f3a"},
 		{"tools/list", "", ""},
-	} {
-		h := http.Header{}
-		h.Set("Mcp-Method", c.method)
-		if c.name != "" {
-			h.Set("Mcp-Name", c.name)
-		}
-		s.nameHeader(h)
-		if got := h.Get("Mcp-Name"); got != c.want {
-			t.Errorf("%s with Mcp-Name %q: Mcp-Name %q, want %q", c.method, c.name, got, c.want)
-		}
-	}
+	})
 }
 
 // TestShimResponseTwoServers: a list strips either server's prefix, and
