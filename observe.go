@@ -34,9 +34,7 @@ type Transition struct {
 
 // Observer receives transitions in order, on the supervisor's own
 // goroutine: it must return quickly and must not call Dispose, Start,
-// Reconnect or a waiting Call (State is fine). Requests that waited for a
-// generation go out before the observers hear of its establishment, and
-// may be answered before (Transition.At is the transition's time).
+// Reconnect or a waiting Call (State is fine).
 type Observer func(Transition)
 
 // observers is a copy-on-write list so the loop reads it without a lock.
