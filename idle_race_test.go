@@ -61,9 +61,6 @@ func causes(h *harness) []StartCause {
 
 func wantCauses(t *testing.T, h *harness, want ...StartCause) {
 	t.Helper()
-	// A request that waited for the generation may be answered before
-	// the observers hear of it (lifecycle.notify yields first).
-	h.settle()
 	got := causes(h)
 	if len(got) != len(want) {
 		t.Fatalf("start causes %v, want %v", got, want)

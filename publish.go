@@ -3,7 +3,6 @@ package mcpkeep
 import (
 	"context"
 	"log/slog"
-	"runtime"
 
 	"github.com/benbjohnson/clock"
 	"github.com/mcpkeep/mcpkeep/fsm"
@@ -40,13 +39,7 @@ func (lc *lifecycle) emit(t fsm.Transition, g *generation, err error) {
 // notify publishes and tells the observers of t; coalesced marks a list
 // change that was already pending (see Transition.Coalesced).
 func (lc *lifecycle) notify(t fsm.Transition, g *generation, err error, coalesced bool) {
-	at := lc.opts.Clock.Now()
-	if lc.publish() && t.To == fsm.Established && lc.s.active.Load() > 0 {
-		// A request waits for this generation, woken on this processor:
-		// it goes out before the observers hear of the transition, not
-		// after (docs/design.md §20: the idle first call).
-		runtime.Gosched()
-	}
+	lc.publish()
 	var n uint64
 	var cause StartCause
 	if g != nil {
@@ -57,14 +50,13 @@ func (lc *lifecycle) notify(t fsm.Transition, g *generation, err error, coalesce
 	}
 	lc.s.obs.notify(Transition{Cause: cause,
 		Server: lc.opts.Name, Gen: n, From: t.From, To: t.To, Event: t.Event, Guard: t.Guard.Name,
-		Attempt: lc.budget.Attempt(), NextRetry: lc.nextRetry, Err: err, At: at,
+		Attempt: lc.budget.Attempt(), NextRetry: lc.nextRetry, Err: err, At: lc.opts.Clock.Now(),
 		Coalesced: coalesced,
 	})
 }
 
-// publish refreshes the snapshot and wakes its waiters when it changed,
-// and reports whether it did.
-func (lc *lifecycle) publish() bool {
+// publish refreshes the snapshot and wakes its waiters when it changed.
+func (lc *lifecycle) publish() {
 	var n uint64
 	if lc.cur != nil {
 		n = lc.cur.n
@@ -81,12 +73,11 @@ func (lc *lifecycle) publish() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sameSnapshot(snap, s.mu.snap) {
-		return false
+		return
 	}
 	s.mu.snap = snap
 	close(s.mu.changed)
 	s.mu.changed = make(chan struct{})
-	return true
 }
 
 func (lc *lifecycle) log(level slog.Level, msg string, g *generation, attrs ...slog.Attr) {
