@@ -49,7 +49,9 @@ type serving struct {
 // the proxy shuts down in order.
 func (sv *serving) serve(stdout io.Writer) int {
 	relayGC()
-	sv.resumeGC = pauseStartGC() // until the first apply settled (run)
+	// Until the first apply settled (run); under a quarter of a small
+	// container's memory (memlimit.go).
+	sv.resumeGC = pauseStartGC(startCap(memoryLimit(os.DirFS("/"))))
 	defer sv.resumeGC()          // however run ends
 	// As a container's PID 1, nobody else reaps what servers' wrappers
 	// leave orphaned (docs/kubernetes.md).
