@@ -37,7 +37,8 @@ func relayGC() {
 // warm start's burst (88 MB for 50 cached servers, gctrace's heap at the
 // resume: most of it the SDK's 32 KiB decoder buffer, twice per tool) and
 // not much more: a server that floods the proxy while it starts meets a
-// collector that runs at 128 MiB, for at most startGCMax
+// collector that runs at 128 MiB (less in a small container: startCap),
+// for at most startGCMax
 // (TestHostilePeers bounds the whole run's memory). At 64 MiB the burst
 // met the limit: two collections ran inside the registration again
 // (docs/design.md §20 has the measurement).
