@@ -61,6 +61,9 @@ func causes(h *harness) []StartCause {
 
 func wantCauses(t *testing.T, h *harness, want ...StartCause) {
 	t.Helper()
+	// The observers run on the loop after the snapshot is published: a
+	// request woken by it may be answered before they have heard.
+	h.settle()
 	got := causes(h)
 	if len(got) != len(want) {
 		t.Fatalf("start causes %v, want %v", got, want)

@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/fsm"
 	"github.com/mcpkeep/mcpkeep/internal/fixture"
 	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,7 +55,18 @@ func TestTraceThroughCrashAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := proxy.New(cfg, proxy.Options{Tracer: tr, Pool: mcpkeep.PoolOptions{Observer: tr.Observer()}})
+	// The observers run on the loop after the snapshot is published, so
+	// the replayed call, woken by it, may be answered before the tracer's
+	// observer made the transition's span: an observer after it says when
+	// it has.
+	reestablished := make(chan struct{})
+	var once sync.Once
+	after := func(tr mcpkeep.Transition) {
+		if tr.To == fsm.Established && tr.Gen == 2 {
+			once.Do(func() { close(reestablished) })
+		}
+	}
+	srv := proxy.New(cfg, proxy.Options{Tracer: tr, Pool: mcpkeep.PoolOptions{Observer: mcpkeep.Observers(tr.Observer(), after)}})
 	hostCtx, stopHost := context.WithCancel(ctx)
 	st, ct := mcp.NewInMemoryTransports()
 	served := make(chan error, 1)
@@ -103,6 +116,11 @@ func TestTraceThroughCrashAndReplay(t *testing.T) {
 	var second map[string]any
 	if err := json.Unmarshal([]byte(a.res.Content[0].(*mcp.TextContent).Text), &second); err != nil {
 		t.Fatalf("the replay's _meta: %v", err)
+	}
+	select {
+	case <-reestablished:
+	case <-ctx.Done():
+		t.Fatal("the observers never heard of generation 2's establishment")
 	}
 	if err := flush(ctx); err != nil {
 		t.Fatalf("flush: %v", err)
