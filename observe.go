@@ -33,8 +33,10 @@ type Transition struct {
 }
 
 // Observer receives transitions in order, on the supervisor's own
-// goroutine: it must return quickly and must not call Dispose, Start,
-// Reconnect or a waiting Call (State is fine).
+// goroutine, after the snapshot is published: it must return quickly and
+// must not call Dispose, Start, Reconnect or a waiting Call (State is
+// fine). A request woken by that publish may be answered before the
+// observers have heard of the transition.
 type Observer func(Transition)
 
 // observers is a copy-on-write list so the loop reads it without a lock.
