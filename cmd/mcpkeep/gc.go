@@ -57,18 +57,18 @@ const startGCMax = time.Second
 // SDK's AddTool) around a live heap of about 10 MB, and two or three
 // collections ran inside it, their marking taking a core of two from the
 // host's first answers (docs/design.md §20). Paused, the heap is capped by
-// a memory limit of heapCap (startCap: startHeapCap, less in a small
-// container); resumed, the collector's first cycle
+// a memory limit of heapCap() (startCap: startHeapCap, less in a small
+// container; read only when the pause applies); resumed, the collector's first cycle
 // runs beside the answers to the host's initialize and first list (the
 // front no longer waits for a list_changed first: docs/design.md §20,
 // which gives the trial of holding it until the first complete list).
-func pauseStartGC(heapCap int64) (resume func()) {
+func pauseStartGC(heapCap func() int64) (resume func()) {
 	_, gogc := os.LookupEnv("GOGC")
 	_, limit := os.LookupEnv("GOMEMLIMIT")
 	if gogc || limit {
 		return func() {}
 	}
-	prevLimit := debug.SetMemoryLimit(heapCap)
+	prevLimit := debug.SetMemoryLimit(heapCap())
 	prevPercent := debug.SetGCPercent(-1)
 	var once sync.Once
 	return func() {

@@ -62,7 +62,7 @@ func TestStartGCPausedUntilApplied(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "x")
 	unsetenv(t, "GOMEMLIMIT")
 
-	resume := pauseStartGC(startHeapCap)
+	resume := pauseStartGC(func() int64 { return startHeapCap })
 	if got := gcPercent(); got != -1 {
 		t.Errorf("during the start: GC percent %d, want -1 (off)", got)
 	}
@@ -97,7 +97,7 @@ func TestStartGCLeavesTheUsersSettings(t *testing.T) {
 			t.Setenv("GOMEMLIMIT", "x")
 			unsetenv(t, "GOMEMLIMIT")
 			t.Setenv(env, "")
-			resume := pauseStartGC(startHeapCap)
+			resume := pauseStartGC(func() int64 { return startHeapCap })
 			defer resume()
 			if got := gcPercent(); got != 150 {
 				t.Errorf("with %s set: GC percent %d, want it left at 150", env, got)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -65,24 +66,21 @@ func cgroupLimitFiles(selfCgroup []byte) []string {
 		if !ok || !strings.HasPrefix(p, "/") {
 			continue
 		}
+		var dir, file string
 		switch {
 		case id == "0" && controllers == "":
-			files = append(files, path.Join("sys/fs/cgroup", p, "memory.max"), "sys/fs/cgroup/memory.max")
-		case hasController(controllers, "memory"):
-			files = append(files, path.Join("sys/fs/cgroup/memory", p, "memory.limit_in_bytes"),
-				"sys/fs/cgroup/memory/memory.limit_in_bytes")
+			dir, file = "sys/fs/cgroup", "memory.max"
+		case slices.Contains(strings.Split(controllers, ","), "memory"):
+			dir, file = "sys/fs/cgroup/memory", "memory.limit_in_bytes"
+		default:
+			continue
 		}
+		if p != "/" { // the process's own cgroup, then the mount's root
+			files = append(files, path.Join(dir, p, file))
+		}
+		files = append(files, path.Join(dir, file))
 	}
 	return files
-}
-
-func hasController(list, name string) bool {
-	for c := range strings.SplitSeq(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // noLimit is where a limit stops being one: cgroup v1 writes about 2^63

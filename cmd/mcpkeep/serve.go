@@ -51,7 +51,7 @@ func (sv *serving) serve(stdout io.Writer) int {
 	relayGC()
 	// Until the first apply settled (run); under a quarter of a small
 	// container's memory (memlimit.go).
-	sv.resumeGC = pauseStartGC(startCap(memoryLimit(os.DirFS("/"))))
+	sv.resumeGC = pauseStartGC(func() int64 { return startCap(memoryLimit(os.DirFS("/"))) })
 	defer sv.resumeGC() // however run ends
 	// As a container's PID 1, nobody else reaps what servers' wrappers
 	// leave orphaned (docs/kubernetes.md).
