@@ -238,6 +238,17 @@ func parseMeta(raw json.RawMessage) (fastMeta, bool) {
 	return m, err == nil
 }
 
+// paramsMeta reads the _meta of a request's params.
+func paramsMeta(params json.RawMessage) (fastMeta, bool) {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if _, err := segjson.Parse(params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
+		return fastMeta{}, false
+	}
+	return parseMeta(p.Meta)
+}
+
 // metaTriple is a request's 2026-07-28 _meta fields, as sent ("" for
 // one that is absent: a present value is never empty text).
 type metaTriple struct{ version, info, caps string }
@@ -259,13 +270,7 @@ func (c *fastConn) noteMeta(req *jsonrpc.Request) {
 	if !bytes.Contains(req.Params, []byte(mcp.MetaKeyProtocolVersion)) {
 		return
 	}
-	var p struct {
-		Meta json.RawMessage `json:"_meta"`
-	}
-	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
-		return
-	}
-	m, ok := parseMeta(p.Meta)
+	m, ok := paramsMeta(req.Params)
 	if !ok {
 		return
 	}
@@ -296,6 +301,14 @@ type fastParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Meta      json.RawMessage `json:"_meta"`
+}
+
+// parseParams reads a tools/call's params, refusing any key the fast
+// path does not relay.
+func parseParams(raw json.RawMessage) (fastParams, bool) {
+	var p fastParams
+	_, err := segjson.Parse(raw, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields|segjson.DontCopyRawMessage)
+	return p, err == nil
 }
 
 // fastReq is one host call the fast path serves.
@@ -329,8 +342,8 @@ func (c *fastConn) prepare(req *jsonrpc.Request) (fastJob, bool) {
 	if ip == nil || c.s.getPool() == nil {
 		return fastJob{}, false
 	}
-	var p fastParams
-	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields|segjson.DontCopyRawMessage); err != nil {
+	p, ok := parseParams(req.Params)
+	if !ok {
 		return fastJob{}, false
 	}
 	meta, ok := parseMeta(p.Meta)

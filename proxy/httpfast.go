@@ -104,8 +104,8 @@ func (s *Server) httpFastCall(r *http.Request) (httpCall, bool) {
 	if !ok || req.Method != "tools/call" || !req.IsCall() {
 		return httpCall{}, false
 	}
-	var p fastParams
-	if _, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields|segjson.DontCopyRawMessage); err != nil {
+	p, ok := parseParams(req.Params)
+	if !ok {
 		return httpCall{}, false
 	}
 	if h.Get("Mcp-Name") != p.Name {

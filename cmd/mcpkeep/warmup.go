@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpkeep/mcpkeep"
 	"github.com/mcpkeep/mcpkeep/config"
+	"github.com/mcpkeep/mcpkeep/proxy"
 	"github.com/mcpkeep/mcpkeep/transport"
 )
 
@@ -21,9 +22,13 @@ import (
 // path and the supervisor's loop once. Beside it the idle first call's
 // spawn and handshake took about 0.6 ms less (make bench, the idle first
 // call by phase: four runs each way, ratios 1.09-1.12 against 1.16-1.23).
-// Without a lazy server it does nothing (ran false): an eager server's own
-// start does all of it. ctx ends it early.
+// Without a lazy server it does only the fast path's part (ran false): an
+// eager server's own start does the rest. ctx ends it early.
 func warmUp(ctx context.Context, cfg *config.Config) (ran bool, err error) {
+	// Every proxy's first relayed call parses with these (proxy.Warm).
+	if err := proxy.Warm(); err != nil {
+		return false, err
+	}
 	if !anyLazy(cfg) {
 		return false, nil
 	}
