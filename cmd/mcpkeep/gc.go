@@ -37,11 +37,10 @@ func relayGC() {
 // warm start's burst (88 MB for 50 cached servers, gctrace's heap at the
 // resume: most of it the SDK's 32 KiB decoder buffer, twice per tool) and
 // not much more: a server that floods the proxy while it starts meets a
-// collector that runs at 128 MiB (less in a small container: startCap),
-// for at most startGCMax
-// (TestHostilePeers bounds the whole run's memory). At 64 MiB the burst
-// met the limit: two collections ran inside the registration again
-// (docs/design.md §20 has the measurement).
+// collector that runs at 128 MiB (less in a small container: startCap)
+// for at most startGCMax (TestHostilePeers bounds the whole run's
+// memory). At 64 MiB the burst met the limit: two collections ran inside
+// the registration again (docs/design.md §20 has the measurement).
 const startHeapCap = 128 << 20
 
 // startGCMax bounds the pause: a warm start settles in about 100 ms; a
@@ -58,10 +57,10 @@ const startGCMax = time.Second
 // collections ran inside it, their marking taking a core of two from the
 // host's first answers (docs/design.md §20). Paused, the heap is capped by
 // a memory limit of heapCap() (startCap: startHeapCap, less in a small
-// container; read only when the pause applies); resumed, the collector's first cycle
-// runs beside the answers to the host's initialize and first list (the
-// front no longer waits for a list_changed first: docs/design.md §20,
-// which gives the trial of holding it until the first complete list).
+// container; read only when the pause applies); resumed, the collector's
+// first cycle runs beside the answers to the host's initialize and first
+// list (the front no longer waits for a list_changed first: docs/design.md
+// §20, which gives the trial of holding it until the first complete list).
 func pauseStartGC(heapCap func() int64) (resume func()) {
 	_, gogc := os.LookupEnv("GOGC")
 	_, limit := os.LookupEnv("GOMEMLIMIT")
